@@ -1,0 +1,120 @@
+// PostgreSQL access through libpq: results, connections and a pool with reconnect.
+//
+// Only the storage adapters (coordinator/store, migrations) include this header; business
+// logic talks to interfaces that take plain C++ types.
+//
+// Thread-safety: a PgConnection is used by one thread at a time. PgPool is thread-safe; the
+// connection a PgPool::Lease holds belongs to the lease's owner until the lease is destroyed.
+#ifndef KFORGE_COMMON_PG_H_
+#define KFORGE_COMMON_PG_H_
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+
+typedef struct pg_conn PGconn;
+typedef struct pg_result PGresult;
+
+namespace kforge {
+
+// A query result (owning). Columns are addressed by index or name; values are text.
+class PgResult {
+ public:
+  explicit PgResult(PGresult* res);
+  ~PgResult();
+  PgResult(PgResult&& other) noexcept;
+  PgResult& operator=(PgResult&& other) noexcept;
+  PgResult(const PgResult&) = delete;
+  PgResult& operator=(const PgResult&) = delete;
+
+  int rows() const;
+  int cols() const;
+  // Column index by name; -1 when absent.
+  int col(const char* name) const;
+  bool IsNull(int row, int col) const;
+  std::string Get(int row, int col) const;
+  std::string Get(int row, const char* name) const { return Get(row, col(name)); }
+  int64_t GetInt(int row, const char* name) const;
+  double GetDouble(int row, const char* name) const;
+  // Rows affected by INSERT/UPDATE/DELETE.
+  int64_t affected() const;
+
+ private:
+  PGresult* res_;
+};
+
+using PgParams = std::vector<std::optional<std::string>>;  // nullopt is SQL NULL
+
+class PgConnection {
+ public:
+  // Connects to `url` (a libpq connection string or postgresql:// URI).
+  // UNAVAILABLE if the server cannot be reached.
+  static absl::StatusOr<std::unique_ptr<PgConnection>> Connect(const std::string& url);
+  ~PgConnection();
+
+  // Runs one statement with text parameters ($1, $2...). Errors map to canonical codes:
+  // UNAVAILABLE (connection lost), ALREADY_EXISTS (unique violation), FAILED_PRECONDITION
+  // (serialization failure, deadlock: retry the transaction), INVALID_ARGUMENT (bad data),
+  // INTERNAL (anything else); the message carries PostgreSQL's own.
+  absl::StatusOr<PgResult> Exec(const std::string& sql, const PgParams& params = {});
+  // Runs a script of several statements (no parameters), e.g. a migration.
+  absl::Status ExecScript(const std::string& sql);
+  bool healthy() const;
+  // Re-establishes a broken connection.
+  absl::Status Reset();
+
+ private:
+  explicit PgConnection(PGconn* conn) : conn_(conn) {}
+  absl::StatusOr<PgResult> Check(PGresult* res);
+  PGconn* conn_;
+};
+
+// A fixed-size pool. Connections are opened lazily and reset when found broken, so a
+// restarted database is picked up again without restarting the service.
+class PgPool {
+ public:
+  class Lease {
+   public:
+    Lease(PgPool* pool, std::unique_ptr<PgConnection> conn)
+        : pool_(pool), conn_(std::move(conn)) {}
+    Lease(Lease&&) = default;
+    ~Lease();
+    PgConnection& operator*() { return *conn_; }
+    PgConnection* operator->() { return conn_.get(); }
+
+   private:
+    PgPool* pool_;
+    std::unique_ptr<PgConnection> conn_;
+  };
+
+  PgPool(std::string url, int size);
+  // Waits up to `timeout` for a free connection; DEADLINE_EXCEEDED when none came, or
+  // UNAVAILABLE when the database cannot be reached.
+  absl::StatusOr<Lease> Acquire(std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  // Convenience: one statement on a pooled connection.
+  absl::StatusOr<PgResult> Exec(const std::string& sql, const PgParams& params = {});
+  const std::string& url() const { return url_; }
+
+ private:
+  void Return(std::unique_ptr<PgConnection> conn);
+
+  const std::string url_;
+  const int size_;
+  absl::Mutex mu_;
+  std::vector<std::unique_ptr<PgConnection>> idle_ ABSL_GUARDED_BY(mu_);
+  int open_ ABSL_GUARDED_BY(mu_) = 0;  // connections in existence (idle or leased)
+};
+
+// True for errors after which retrying the whole transaction may succeed.
+bool IsRetryablePgError(const absl::Status& status);
+
+}  // namespace kforge
+
+#endif  // KFORGE_COMMON_PG_H_

@@ -1,0 +1,103 @@
+#include "common/service.h"
+
+#include <signal.h>
+
+#include <chrono>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "common/base/log.h"
+#include "grpcpp/health_check_service_interface.h"
+
+namespace kforge {
+namespace {
+
+sigset_t TerminationSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
+  return set;
+}
+
+}  // namespace
+
+void BlockTerminationSignals() {
+  sigset_t set = TerminationSignals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+int WaitForTerminationSignal() {
+  sigset_t set = TerminationSignals();
+  int sig = 0;
+  while (sigwait(&set, &sig) != 0) {
+  }
+  return sig;
+}
+
+ServiceHost::ServiceHost(ServiceOptions options) : options_(std::move(options)) {}
+
+ServiceHost::~ServiceHost() {
+  if (server_) Shutdown();
+}
+
+void ServiceHost::AddService(grpc::Service* service) { services_.push_back(service); }
+
+absl::Status ServiceHost::Start() {
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options_.grpc_address, grpc::InsecureServerCredentials(),
+                           &grpc_port_);
+  builder.SetMaxReceiveMessageSize(options_.max_message_bytes);
+  builder.SetMaxSendMessageSize(options_.max_message_bytes);
+  for (grpc::Service* s : services_) builder.RegisterService(s);
+  server_ = builder.BuildAndStart();
+  if (!server_ || grpc_port_ == 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot serve gRPC on ", options_.grpc_address));
+  }
+  if (auto* health = server_->GetHealthCheckService()) {
+    health->SetServingStatus(true);
+  }
+  if (absl::Status s = metrics_.Start(options_.metrics_address); !s.ok()) return s;
+  if (!options_.ready_file.empty()) {
+    std::string tmp = options_.ready_file + ".tmp";
+    {
+      std::ofstream out(tmp);
+      out << "{\"grpc_port\":" << grpc_port_ << ",\"metrics_port\":" << metrics_.port()
+          << ",\"pid\":" << getpid() << "}\n";
+    }
+    if (std::rename(tmp.c_str(), options_.ready_file.c_str()) != 0) {
+      return absl::InternalError("cannot write ready file " + options_.ready_file);
+    }
+  }
+  LogInfo("serving", {{"grpc_port", std::to_string(grpc_port_)},
+                      {"metrics_port", std::to_string(metrics_.port())}});
+  return absl::OkStatus();
+}
+
+void ServiceHost::Shutdown() {
+  if (!server_) return;
+  if (auto* health = server_->GetHealthCheckService()) health->SetServingStatus(false);
+  auto deadline = std::chrono::system_clock::now() +
+                  std::chrono::milliseconds(static_cast<int64_t>(options_.shutdown_grace_s * 1000));
+  server_->Shutdown(deadline);
+  server_->Wait();
+  server_.reset();
+  LogInfo("stopped");
+}
+
+grpc::Status ToGrpcStatus(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                      std::string(status.message()));
+}
+
+absl::Status FromGrpcStatus(const grpc::Status& status) {
+  if (status.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                      status.error_message());
+}
+
+}  // namespace kforge

@@ -1,0 +1,82 @@
+// kforge-coordinator: job and worker API in front of PostgreSQL.
+#include <chrono>
+#include <thread>
+
+#include "absl/flags/flag.h"
+#include "common/base/log.h"
+#include "common/config.h"
+#include "common/pg.h"
+#include "common/service.h"
+#include "coordinator/job_service.h"
+#include "coordinator/pg_store.h"
+#include "coordinator/worker_service.h"
+#include "migrations/migrator.h"
+
+ABSL_FLAG(std::string, database_url, "postgresql:///kforge", "libpq connection string");
+ABSL_FLAG(std::string, grpc_address, "0.0.0.0:50051", "where to serve gRPC");
+ABSL_FLAG(std::string, metrics_address, "0.0.0.0:9464", "where to serve /metrics");
+ABSL_FLAG(std::string, ready_file, "", "write bound ports here once serving");
+ABSL_FLAG(bool, migrate, true, "apply database migrations at startup");
+ABSL_FLAG(double, db_wait_s, 30, "how long to wait for the database at startup");
+ABSL_FLAG(int, db_pool_size, 16, "PostgreSQL connections");
+
+namespace kforge {
+namespace {
+
+int Run() {
+  // Wait for the database (it may be starting alongside us), then migrate and check.
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::milliseconds(static_cast<int>(absl::GetFlag(FLAGS_db_wait_s) * 1000));
+  absl::StatusOr<std::unique_ptr<PgConnection>> conn;
+  while (true) {
+    conn = PgConnection::Connect(absl::GetFlag(FLAGS_database_url));
+    if (conn.ok() || std::chrono::steady_clock::now() > deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  if (!conn.ok()) {
+    LogError("database unreachable", {{"error", std::string(conn.status().message())}});
+    return 1;
+  }
+  if (absl::GetFlag(FLAGS_migrate)) {
+    auto applied = ApplyMigrations(**conn, EmbeddedMigrations());
+    if (!applied.ok()) {
+      LogError("migrations failed", {{"error", std::string(applied.status().message())}});
+      return 1;
+    }
+  }
+  if (absl::Status s = CheckSchemaVersion(**conn, EmbeddedMigrations()); !s.ok()) {
+    LogError("refusing to start", {{"error", std::string(s.message())}});
+    return 1;
+  }
+  conn->reset();
+
+  PgPool pool(absl::GetFlag(FLAGS_database_url), absl::GetFlag(FLAGS_db_pool_size));
+  PgStore store(pool);
+  JobServiceImpl jobs(store);
+  WorkerServiceImpl workers(store, WorkerTimings{});
+
+  ServiceHost host({.name = "coordinator",
+                    .grpc_address = absl::GetFlag(FLAGS_grpc_address),
+                    .metrics_address = absl::GetFlag(FLAGS_metrics_address),
+                    .ready_file = absl::GetFlag(FLAGS_ready_file)});
+  host.AddService(&jobs);
+  host.AddService(&workers);
+  if (absl::Status s = host.Start(); !s.ok()) {
+    LogError("cannot start", {{"error", std::string(s.message())}});
+    return 1;
+  }
+  int sig = WaitForTerminationSignal();
+  LogInfo("shutting down", {{"signal", std::to_string(sig)}});
+  host.Shutdown();
+  return 0;
+}
+
+}  // namespace
+}  // namespace kforge
+
+int main(int argc, char** argv) {
+  kforge::BlockTerminationSignals();
+  kforge::InitFromFlagsAndEnv(argc, argv, "coordinator",
+                              "kforge-coordinator: job and worker API over PostgreSQL");
+  return kforge::Run();
+}

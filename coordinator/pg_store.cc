@@ -1,0 +1,54 @@
+#include "coordinator/pg_store.h"
+
+#include "common/base/sha256.h"
+#include "common/status_macros.h"
+
+namespace kforge {
+
+absl::StatusOr<StoredTask> PgStore::PutTask(const std::string& name, const std::string& source,
+                                            const std::string& options_json) {
+  StoredTask out;
+  out.task_id = Sha256Hex(source);
+  ASSIGN_OR_RETURN(PgResult r,
+                   pool_.Exec("INSERT INTO tasks (task_id, name, source, options) "
+                              "VALUES ($1, $2, $3, $4::jsonb) ON CONFLICT (task_id) DO NOTHING",
+                              {out.task_id, name, source, options_json}));
+  out.created = r.affected() == 1;
+  return out;
+}
+
+absl::StatusOr<std::string> PgStore::RegisterWorker(const std::string& hostname,
+                                                    const std::string& gpu_type, int slots,
+                                                    const std::string& facts_json) {
+  ASSIGN_OR_RETURN(PgResult r, pool_.Exec("INSERT INTO workers (hostname, gpu_type, slots, facts) "
+                                          "VALUES ($1, $2, $3, $4::jsonb) RETURNING worker_id",
+                                          {hostname, gpu_type, std::to_string(slots), facts_json}));
+  return r.Get(0, "worker_id");
+}
+
+absl::StatusOr<std::vector<WorkerRow>> PgStore::ListWorkers(double alive_window_s) {
+  ASSIGN_OR_RETURN(
+      PgResult r,
+      pool_.Exec("SELECT w.worker_id, w.hostname, w.gpu_type, w.slots, "
+                 "  to_char(w.last_heartbeat AT TIME ZONE 'UTC', "
+                 "          'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"') AS last_heartbeat, "
+                 "  (w.last_heartbeat > now() - make_interval(secs => $1::float8)) AS alive, "
+                 "  (SELECT count(*) FROM leases l WHERE l.worker_id = w.worker_id) AS leases "
+                 "FROM workers w WHERE w.state <> 'gone' ORDER BY w.gpu_type, w.hostname",
+                 {std::to_string(alive_window_s)}));
+  std::vector<WorkerRow> out;
+  for (int i = 0; i < r.rows(); ++i) {
+    WorkerRow w;
+    w.worker_id = r.Get(i, "worker_id");
+    w.hostname = r.Get(i, "hostname");
+    w.gpu_type = r.Get(i, "gpu_type");
+    w.slots = static_cast<int>(r.GetInt(i, "slots"));
+    w.last_heartbeat = r.Get(i, "last_heartbeat");
+    w.alive = r.Get(i, "alive") == "t";
+    w.leases_held = static_cast<int>(r.GetInt(i, "leases"));
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
+}  // namespace kforge

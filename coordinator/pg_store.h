@@ -1,0 +1,51 @@
+// The coordinator's PostgreSQL adapter: every read and write of durable state goes through
+// here, in plain C++ types. Business logic depends on this class's methods, never on libpq.
+//
+// Thread-safe: each call takes a connection from the pool for its own duration.
+#ifndef KFORGE_COORDINATOR_PG_STORE_H_
+#define KFORGE_COORDINATOR_PG_STORE_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/pg.h"
+
+namespace kforge {
+
+struct StoredTask {
+  std::string task_id;  // sha256 of the source
+  bool created = false; // false when it was already stored
+};
+
+struct WorkerRow {
+  std::string worker_id;
+  std::string hostname;
+  std::string gpu_type;
+  int slots = 0;
+  std::string last_heartbeat;  // RFC 3339
+  bool alive = false;          // heartbeat within the liveness window
+  int leases_held = 0;
+};
+
+class PgStore {
+ public:
+  explicit PgStore(PgPool& pool) : pool_(pool) {}
+
+  // Inserts the task unless a task with the same content exists.
+  absl::StatusOr<StoredTask> PutTask(const std::string& name, const std::string& source,
+                                     const std::string& options_json);
+  // Records a worker; returns its id.
+  absl::StatusOr<std::string> RegisterWorker(const std::string& hostname,
+                                             const std::string& gpu_type, int slots,
+                                             const std::string& facts_json);
+  // Workers that heartbeated within `alive_window_s`, and the others still marked active.
+  absl::StatusOr<std::vector<WorkerRow>> ListWorkers(double alive_window_s);
+
+ private:
+  PgPool& pool_;
+};
+
+}  // namespace kforge
+
+#endif  // KFORGE_COORDINATOR_PG_STORE_H_
