@@ -1,0 +1,47 @@
+// Output comparison: the candidate's outputs against the reference's, in C++ so that
+// candidate code cannot patch it.
+//
+// Checks, in order: same number of outputs; each is a plain torch.Tensor (not a subclass);
+// same shape, dtype; no NaN/Inf where the reference has none (outputs are poisoned with NaN
+// before the candidate runs, so unwritten elements show up here); elementwise
+// |c - r| <= atol + rtol * |r|; and the whole-output relative error ||c - r|| / ||r|| below a
+// bound, so that near-zero outputs cannot be faked with zeros.
+//
+// Thread-safety: pure functions.
+#ifndef KFORGE_GPU_WORKER_EVAL_COMPARE_H_
+#define KFORGE_GPU_WORKER_EVAL_COMPARE_H_
+
+#include <ATen/ATen.h>
+
+#include <string>
+#include <vector>
+
+namespace kforge::eval {
+
+struct Tolerance {
+  double atol = 1e-4;
+  double rtol = 1e-4;
+  double whole_rel = 1e-2;  // bound on ||c - r|| / ||r||
+};
+
+// Defaults by dtype: fp32 1e-4, fp16/bf16 1e-2 (KernelBench's), whole-output bound
+// min(0.05, 100 * rtol).
+Tolerance DefaultTolerance(at::ScalarType dtype, double atol_override, double rtol_override);
+
+struct Comparison {
+  bool ok = true;
+  std::string reason;        // why not, naming the output index
+  double max_abs_error = 0;
+  double max_rel_error = 0;
+  double whole_rel_error = 0;
+};
+
+Comparison CompareOutputs(const std::vector<at::Tensor>& ref, const std::vector<at::Tensor>& cand,
+                          const Tolerance& tol);
+
+// True when the two tensors' storages overlap (an output aliasing an input).
+bool SharesMemory(const at::Tensor& a, const at::Tensor& b);
+
+}  // namespace kforge::eval
+
+#endif  // KFORGE_GPU_WORKER_EVAL_COMPARE_H_

@@ -1,0 +1,415 @@
+#include "gpu_worker/eval/engine.h"
+
+#include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+#include <cuda_runtime_api.h>
+#include <pybind11/embed.h>
+#include <torch/csrc/autograd/python_variable.h>
+
+#include <fstream>
+#include <random>
+
+#include "common/base/sha256.h"
+#include "gpu_worker/eval/compare.h"
+#include "gpu_worker/eval/model_io.h"
+#include "gpu_worker/eval/nvrtc_module.h"
+#include "gpu_worker/eval/python_runtime.h"
+#include "gpu_worker/eval/static_checks.h"
+#include "gpu_worker/eval/system_info.h"
+#include "gpu_worker/eval/timing.h"
+
+namespace py = pybind11;
+
+namespace kforge::eval {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr uint32_t kDefaultTrials = 5;
+constexpr int kTimingInputSets = 3;
+constexpr int64_t kMaxTimingSetBytes = 4LL << 30;  // fewer rotating sets above this
+
+double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+uint64_t SecretSeed(uint64_t requested) {
+  if (requested != 0) return requested;
+  std::random_device rd;
+  return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+}
+
+// Seed for trial t derived from the secret seed (SplitMix64 step).
+uint64_t DeriveSeed(uint64_t seed, uint64_t t) {
+  uint64_t z = seed + 0x9e3779b97f4a7c15ULL * (t + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return (z ^ (z >> 31)) & 0x7fffffffffffffffULL;
+}
+
+// Carries a verdict out of the stages.
+struct Verdict {
+  v1::Verdict verdict;
+  std::string reason;
+  std::string rule;
+};
+
+class Evaluation {
+ public:
+  Evaluation(const v1::EvalRequest& req, const EngineContext& ctx, StageReporter& reporter)
+      : req_(req), ctx_(ctx), reporter_(reporter) {}
+
+  v1::EvalResult Run() {
+    result_.set_task_sha256(Sha256Hex(req_.task_source()));
+    result_.set_candidate_sha256(Sha256Hex(req_.candidate_source()));
+    v1::Dialect dialect = req_.dialect() != v1::DIALECT_UNSPECIFIED
+                              ? req_.dialect()
+                              : InferDialect(req_.candidate_source());
+    result_.set_dialect(dialect);
+    std::optional<Verdict> v = Pipeline(dialect);
+    if (!v) v = Verdict{v1::VERDICT_OK, "correct on every trial and timed", ""};
+    result_.set_verdict(v->verdict);
+    result_.set_reason(v->reason);
+    result_.set_rule(v->rule);
+    if (v->verdict == v1::VERDICT_OK) {
+      result_.set_stage("done");
+      result_.set_speedup(result_.reference().median_ms() / result_.candidate().median_ms());
+    } else {
+      result_.clear_speedup();
+    }
+    result_.mutable_stages()->set_total_s(
+        std::chrono::duration<double>(Clock::now() - ctx_.process_start).count());
+    return result_;
+  }
+
+ private:
+  void Enter(Stage s) {
+    reporter_.Enter(s);
+    result_.set_stage(StageName(s));
+  }
+
+  std::optional<Verdict> Pipeline(v1::Dialect dialect) {
+    RuleViolation rv = CheckCandidateSource(req_.candidate_source(), dialect);
+    if (rv.fired()) return Verdict{v1::VERDICT_REJECTED, rv.reason, rv.rule};
+    if (dialect == v1::DIALECT_CPP) {
+      return Verdict{v1::VERDICT_RUNTIME_ERROR,
+                     "the cpp dialect is not available in this build of kforge-eval",
+                     "unsupported_dialect"};
+    }
+    Enter(Stage::kLoad);
+    auto t = Clock::now();
+    std::string error;
+    interpreter_ = StartPython(&error);
+    if (!interpreter_) return Verdict{v1::VERDICT_RUNTIME_ERROR, error, "engine_error"};
+    result_.mutable_stages()->set_startup_s(
+        std::chrono::duration<double>(Clock::now() - ctx_.process_start).count());
+    try {
+      if (auto v = SetUpDevice()) return v;
+      t = Clock::now();
+      if (auto v = LoadTask()) return v;
+      result_.mutable_stages()->set_load_task_s(Since(t));
+      Enter(Stage::kBuild);
+      t = Clock::now();
+      auto v = Build(dialect);
+      result_.mutable_stages()->set_build_s(Since(t));
+      result_.set_compiler_log(GetNvrtcCompileStats().last_log);
+      if (v) return v;
+      Enter(Stage::kCorrectness);
+      t = Clock::now();
+      v = Correctness(dialect);
+      result_.mutable_stages()->set_correctness_s(Since(t));
+      if (v) return v;
+      Enter(Stage::kTiming);
+      t = Clock::now();
+      v = Timing(dialect);
+      result_.mutable_stages()->set_timing_s(Since(t));
+      return v;
+    } catch (const py::error_already_set& e) {
+      return Verdict{v1::VERDICT_RUNTIME_ERROR, DescribePythonError(e), ""};
+    } catch (const std::exception& e) {
+      return Verdict{v1::VERDICT_RUNTIME_ERROR, e.what(), ""};
+    }
+  }
+
+  std::optional<Verdict> SetUpDevice() {
+    const std::string& d = req_.device().empty() ? std::string("cuda") : req_.device();
+    if (d == "cpu") {
+      target_.cuda = false;
+    } else if (d.rfind("cuda", 0) == 0) {
+      target_.cuda = true;
+      target_.index = d.size() > 5 ? std::atoi(d.c_str() + 5) : 0;
+      int count = 0;
+      if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+        cudaGetLastError();
+        return Verdict{v1::VERDICT_RUNTIME_ERROR,
+                       "no CUDA device is available (use --device cpu on machines without a "
+                       "GPU)",
+                       "no_gpu"};
+      }
+      if (target_.index >= count) {
+        return Verdict{v1::VERDICT_RUNTIME_ERROR,
+                       "device " + d + " does not exist (" + std::to_string(count) + " GPUs)",
+                       "no_gpu"};
+      }
+      cudaSetDevice(target_.index);
+      py::module_::import("torch").attr("cuda").attr("set_device")(target_.index);
+    } else {
+      return Verdict{v1::VERDICT_RUNTIME_ERROR, "unknown device '" + d + "'", "bad_request"};
+    }
+    result_.set_device(target_.name());
+    *result_.mutable_system() = CollectSystemInfo(target_.cuda ? target_.index : -1);
+    std::string arch = req_.arch();
+    if (arch.empty() && target_.cuda) {
+      cudaDeviceProp p;
+      cudaGetDeviceProperties(&p, target_.index);
+      arch = "sm_" + std::to_string(p.major) + std::to_string(p.minor);
+    }
+    if (arch.empty()) arch = "sm_90";
+    ConfigureNvrtc({arch, target_.cuda, target_.index, ctx_.cache_dir});
+    py::module_ torch = py::module_::import("torch");
+    result_.mutable_system()->set_torch_version(py::str(torch.attr("__version__")));
+    return std::nullopt;
+  }
+
+  std::optional<Verdict> LoadTask() {
+    seed_ = SecretSeed(req_.seed());
+    try {
+      task_ = ExecModule("kforge_task", req_.task_source());
+      for (const char* name : {"Model", "get_inputs", "get_init_inputs"}) {
+        if (!py::hasattr(task_, name)) {
+          return Verdict{v1::VERDICT_RUNTIME_ERROR,
+                         std::string("the task defines no ") + name, "task_error"};
+        }
+      }
+      init_seed_ = DeriveSeed(seed_, 1000);
+      SeedAll(init_seed_);
+      init_inputs_ = ToDevice(task_.attr("get_init_inputs")(), Target{});
+      SeedAll(init_seed_);
+      ref_model_ = task_.attr("Model")(*init_inputs_).attr("to")(target_.name());
+    } catch (const py::error_already_set& e) {
+      return Verdict{v1::VERDICT_RUNTIME_ERROR, "the task failed to load: " + DescribePythonError(e),
+                     "task_error"};
+    }
+    switches_ = SwitchSnapshot();
+    return std::nullopt;
+  }
+
+  std::optional<Verdict> Build(v1::Dialect dialect) {
+    if (dialect == v1::DIALECT_KERNELBENCH && !ctx_.cache_dir.empty()) {
+      // load_inline builds land in a cache keyed by the extension's name and sources.
+      setenv("TORCH_EXTENSIONS_DIR", (ctx_.cache_dir + "/torch_extensions").c_str(), 1);
+    }
+    try {
+      candidate_ = ExecModule("kforge_candidate", req_.candidate_source());
+    } catch (const py::error_already_set& e) {
+      std::string what = DescribePythonError(e);
+      bool compile = e.matches(PyExc_SyntaxError) || e.matches(PyExc_ImportError) ||
+                     what.find("CompileError") != std::string::npos ||
+                     what.find("Error building extension") != std::string::npos;
+      return Verdict{compile ? v1::VERDICT_COMPILE_ERROR : v1::VERDICT_RUNTIME_ERROR,
+                     std::string(compile ? "the candidate did not build: "
+                                         : "the candidate failed while loading: ") +
+                         what,
+                     ""};
+    }
+    if (!py::hasattr(candidate_, "ModelNew")) {
+      return Verdict{v1::VERDICT_REJECTED, "missing_model: the candidate defines no ModelNew",
+                     "missing_model"};
+    }
+    try {
+      SeedAll(init_seed_);
+      cand_model_ = candidate_.attr("ModelNew")(*init_inputs_).attr("to")(target_.name());
+      CopyMatchingState(ref_model_, cand_model_);
+    } catch (const py::error_already_set& e) {
+      return Verdict{v1::VERDICT_RUNTIME_ERROR,
+                     "ModelNew could not be constructed: " + DescribePythonError(e), ""};
+    }
+    if (SwitchSnapshot() != switches_) {
+      return Verdict{v1::VERDICT_REJECTED,
+                     "global_switch: building the candidate changed process-wide torch settings "
+                     "(TF32, cudnn or precision flags), which would also change the reference",
+                     "global_switch"};
+    }
+    return std::nullopt;
+  }
+
+  void Synchronize() {
+    if (!target_.cuda) return;
+    cudaError_t e = cudaDeviceSynchronize();
+    if (e != cudaSuccess) {
+      throw std::runtime_error(std::string("CUDA error after the candidate ran: ") +
+                               cudaGetErrorString(e));
+    }
+  }
+
+  // One correctness trial with inputs from `seed`. `rule_on_mismatch` names the rule when a
+  // mismatch means a hack rather than a wrong kernel (after timing: output caching).
+  std::optional<Verdict> Trial(uint64_t seed, v1::Dialect dialect, const char* rule_on_mismatch) {
+    SeedAll(seed);
+    py::list inputs = ToDevice(task_.attr("get_inputs")(), target_);
+    py::list cand_inputs = CloneInputs(inputs);
+    py::object ref_out;
+    {
+      at::NoGradGuard no_grad;
+      ref_out = ref_model_(*inputs);
+    }
+    Synchronize();
+    Outputs ref = OutputsToTensors(ref_out);
+    if (!ref.error.empty()) {
+      return Verdict{v1::VERDICT_RUNTIME_ERROR, "the reference " + ref.error, "task_error"};
+    }
+    int64_t out_bytes = 0;
+    for (const auto& t : ref.tensors) out_bytes += static_cast<int64_t>(t.nbytes());
+    PoisonFreeMemory(target_, 2 * out_bytes + (1 << 20));
+    uint64_t launches = NvrtcLaunchCount();
+    py::object cand_out;
+    try {
+      at::NoGradGuard no_grad;
+      cand_out = cand_model_(*cand_inputs);
+      Synchronize();
+    } catch (const py::error_already_set& e) {
+      std::string what = DescribePythonError(e);
+      if (what.find("no GPU (CPU mode)") != std::string::npos) {
+        return Verdict{v1::VERDICT_RUNTIME_ERROR,
+                       "not run: the candidate's kernels compiled for " +
+                           std::string(req_.arch().empty() ? "sm_90" : req_.arch()) +
+                           " but cannot run without a GPU (CPU mode); correctness and timing "
+                           "were not checked",
+                       "no_gpu"};
+      }
+      return Verdict{v1::VERDICT_RUNTIME_ERROR, "the candidate raised: " + what, ""};
+    }
+    Outputs cand = OutputsToTensors(cand_out);
+    if (!cand.error.empty()) {
+      return Verdict{v1::VERDICT_INCORRECT, "the candidate " + cand.error, ""};
+    }
+    if (cand.subclass) {
+      return Verdict{v1::VERDICT_REJECTED,
+                     "lazy_tensor: the candidate returned a torch.Tensor subclass; outputs must "
+                     "be plain tensors computed in forward",
+                     "lazy_tensor"};
+    }
+    if (dialect == v1::DIALECT_NVRTC && NvrtcLaunchCount() == launches) {
+      return Verdict{v1::VERDICT_REJECTED,
+                     "fallback: ModelNew.forward launched none of its own kforge.cuda kernels",
+                     "fallback"};
+    }
+    std::vector<at::Tensor> in_tensors = TensorsOf(inputs);
+    std::vector<at::Tensor> cand_in = TensorsOf(cand_inputs);
+    for (size_t i = 0; i < cand_in.size(); ++i) {
+      if (!at::equal(cand_in[i], in_tensors[i])) {
+        return Verdict{v1::VERDICT_REJECTED,
+                       "input_mutation: input " + std::to_string(i) +
+                           " was modified by the candidate",
+                       "input_mutation"};
+      }
+    }
+    for (size_t o = 0; o < cand.tensors.size(); ++o) {
+      for (size_t i = 0; i < cand_in.size(); ++i) {
+        bool ref_aliases = o < ref.tensors.size() && SharesMemory(ref.tensors[o], in_tensors[i]);
+        if (!ref_aliases && SharesMemory(cand.tensors[o], cand_in[i])) {
+          return Verdict{v1::VERDICT_REJECTED,
+                         "returns_input: output " + std::to_string(o) +
+                             " shares memory with input " + std::to_string(i),
+                         "returns_input"};
+        }
+      }
+    }
+    Tolerance tol = DefaultTolerance(ref.tensors.empty() ? at::kFloat : ref.tensors[0].scalar_type(),
+                                     req_.atol(), req_.rtol());
+    Comparison cmp = CompareOutputs(ref.tensors, cand.tensors, tol);
+    auto* report = result_.mutable_correctness();
+    report->set_atol(tol.atol);
+    report->set_rtol(tol.rtol);
+    report->set_max_abs_error(std::max(report->max_abs_error(), cmp.max_abs_error));
+    report->set_max_rel_error(std::max(report->max_rel_error(), cmp.max_rel_error));
+    report->set_whole_rel_error(std::max(report->whole_rel_error(), cmp.whole_rel_error));
+    if (!cmp.ok) {
+      if (rule_on_mismatch) {
+        return Verdict{v1::VERDICT_REJECTED,
+                       std::string(rule_on_mismatch) +
+                           ": correct during the trials but wrong on fresh inputs after timing (" +
+                           cmp.reason + ")",
+                       rule_on_mismatch};
+      }
+      return Verdict{v1::VERDICT_INCORRECT, cmp.reason, ""};
+    }
+    if (SwitchSnapshot() != switches_) {
+      return Verdict{v1::VERDICT_REJECTED,
+                     "global_switch: the candidate changed process-wide torch settings while "
+                     "running",
+                     "global_switch"};
+    }
+    return std::nullopt;
+  }
+
+  std::optional<Verdict> Correctness(v1::Dialect dialect) {
+    uint32_t trials = req_.correctness_trials() ? req_.correctness_trials() : kDefaultTrials;
+    auto* report = result_.mutable_correctness();
+    for (uint32_t t = 0; t < trials; ++t) {
+      report->set_trials(t + 1);
+      if (auto v = Trial(DeriveSeed(seed_, t), dialect, nullptr)) return v;
+      report->set_trials_passed(t + 1);
+    }
+    return std::nullopt;
+  }
+
+  std::optional<Verdict> Timing(v1::Dialect dialect) {
+    SampleClocks(target_.cuda ? target_.index : -1, result_.mutable_system());
+    std::vector<py::list> ref_sets, cand_sets;
+    int64_t set_bytes = 0;
+    for (int k = 0; k < kTimingInputSets; ++k) {
+      SeedAll(DeriveSeed(seed_, 500 + k));
+      py::list inputs = ToDevice(task_.attr("get_inputs")(), target_);
+      for (const auto& t : TensorsOf(inputs)) set_bytes += k == 0 ? t.nbytes() : 0;
+      ref_sets.push_back(inputs);
+      cand_sets.push_back(CloneInputs(inputs));
+      if (set_bytes * (k + 2) > kMaxTimingSetBytes) break;
+    }
+    int sets = static_cast<int>(ref_sets.size());
+    Program ref = [&](int s) {
+      at::NoGradGuard g;
+      ref_model_(*ref_sets[s]);
+    };
+    Program cand = [&](int s) {
+      at::NoGradGuard g;
+      cand_model_(*cand_sets[s]);
+    };
+    TimingOptions o;
+    o.cuda = target_.cuda;
+    o.device = target_.index;
+    o.l2_bytes = result_.system().l2_cache_bytes();
+    if (req_.min_samples()) o.min_samples = req_.min_samples();
+    if (req_.max_rel_stderr() > 0) o.max_rel_stderr = req_.max_rel_stderr();
+    o.time_cap_s = ctx_.timing_budget_s;
+    TimingOutcome out = TimeInterleaved(ref, cand, sets, o);
+    *result_.mutable_reference() = out.reference;
+    *result_.mutable_candidate() = out.candidate;
+    if (out.hidden_work) {
+      return Verdict{v1::VERDICT_REJECTED, "side_stream: " + out.hidden_work_detail,
+                     "side_stream"};
+    }
+    // Fresh inputs once more: outputs cached across calls are caught here.
+    return Trial(DeriveSeed(seed_, 900), dialect, "output_cache");
+  }
+
+  const v1::EvalRequest& req_;
+  const EngineContext& ctx_;
+  StageReporter& reporter_;
+  v1::EvalResult result_;
+  std::unique_ptr<py::scoped_interpreter> interpreter_;
+  Target target_;
+  uint64_t seed_ = 0, init_seed_ = 0;
+  py::object task_, candidate_, ref_model_, cand_model_;
+  py::object init_inputs_;
+  std::string switches_;
+};
+
+}  // namespace
+
+v1::EvalResult Evaluate(const v1::EvalRequest& request, const EngineContext& context,
+                        StageReporter& reporter) {
+  Evaluation e(request, context, reporter);
+  v1::EvalResult r = e.Run();
+  return r;
+}
+
+}  // namespace kforge::eval

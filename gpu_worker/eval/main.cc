@@ -1,0 +1,159 @@
+// kforge-eval: evaluates one candidate against one task and prints one JSON verdict.
+//
+//   kforge-eval --task TASK.py --candidate FILE [--dialect kernelbench|nvrtc|cpp]
+//               [--device cuda[:N]|cpu] [--arch sm_XX] [--seed N] [--json OUT]
+//               [--trials N] [--atol X] [--rtol X] [--min-samples N] [--max-rel-stderr X]
+//               [--build-timeout S] [--correctness-timeout S] [--timing-timeout S]
+//               [--cache-dir DIR] [--request REQ.pb] [--result-pb OUT.pb]
+//
+// Exit status: 0 whenever a verdict was produced (whatever it is), 2 for bad usage.
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "gpu_worker/eval/engine.h"
+#include "gpu_worker/eval/result_json.h"
+#include "gpu_worker/eval/static_checks.h"
+#include "gpu_worker/eval/supervisor.h"
+
+namespace {
+
+constexpr char kUsage[] =
+    "usage: kforge-eval --task TASK.py --candidate FILE [--dialect kernelbench|nvrtc|cpp]\n"
+    "                   [--device cuda[:N]|cpu] [--arch sm_XX] [--seed N] [--json OUT]\n"
+    "                   [--trials N] [--atol X] [--rtol X] [--min-samples N]\n"
+    "                   [--max-rel-stderr X] [--build-timeout S] [--correctness-timeout S]\n"
+    "                   [--timing-timeout S] [--cache-dir DIR]\n"
+    "       kforge-eval --request REQ.pb [--result-pb OUT.pb] [--json OUT] [--cache-dir DIR]\n"
+    "Prints one JSON result (or writes it to --json OUT); exits 0 whenever it reached a\n"
+    "verdict. See docs/evaluation.md.";
+
+int Usage(const std::string& why) {
+  std::fprintf(stderr, "kforge-eval: %s\n%s\n", why.c_str(), kUsage);
+  return 2;
+}
+
+bool ReadFile(const std::string& path, std::string* out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  *out = ss.str();
+  return true;
+}
+
+bool WriteFile(const std::string& path, const std::string& data) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << data;
+  return static_cast<bool>(out);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace kforge;
+  auto process_start = std::chrono::steady_clock::now();
+  std::map<std::string, std::string> flags;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::printf("%s\n", kUsage);
+      return 0;
+    }
+    if (a.rfind("--", 0) != 0) return Usage("unexpected argument " + a);
+    auto eq = a.find('=');
+    if (eq != std::string::npos) {
+      flags[a.substr(2, eq - 2)] = a.substr(eq + 1);
+    } else if (i + 1 < argc) {
+      flags[a.substr(2)] = argv[++i];
+    } else {
+      return Usage("flag " + a + " needs a value");
+    }
+  }
+  static const char* kKnown[] = {"task", "candidate", "dialect", "device", "arch", "seed",
+                                 "json", "trials", "atol", "rtol", "min-samples",
+                                 "max-rel-stderr", "build-timeout", "correctness-timeout",
+                                 "timing-timeout", "cache-dir", "request", "result-pb"};
+  for (const auto& [k, v] : flags) {
+    bool known = false;
+    for (const char* n : kKnown) known |= k == n;
+    if (!known) return Usage("unknown flag --" + k);
+  }
+  auto num = [&](const char* name, double def) {
+    auto it = flags.find(name);
+    return it == flags.end() ? def : std::strtod(it->second.c_str(), nullptr);
+  };
+
+  v1::EvalRequest req;
+  if (flags.count("request")) {
+    std::string bytes;
+    if (!ReadFile(flags["request"], &bytes) || !req.ParseFromString(bytes)) {
+      return Usage("cannot read an EvalRequest from " + flags["request"]);
+    }
+  } else {
+    if (!flags.count("task") || !flags.count("candidate")) {
+      return Usage("--task and --candidate are required");
+    }
+    std::string task, cand;
+    if (!ReadFile(flags["task"], &task)) return Usage("cannot read task " + flags["task"]);
+    if (!ReadFile(flags["candidate"], &cand)) {
+      return Usage("cannot read candidate " + flags["candidate"]);
+    }
+    req.set_task_source(task);
+    req.set_candidate_source(cand);
+    req.set_task_name(flags["task"]);
+    if (flags.count("dialect")) {
+      v1::Dialect d;
+      if (!eval::ParseDialect(flags["dialect"], &d)) {
+        return Usage("unknown dialect " + flags["dialect"]);
+      }
+      req.set_dialect(d);
+    }
+    req.set_device(flags.count("device") ? flags["device"] : "cuda");
+    req.set_arch(flags["arch"]);
+    req.set_seed(static_cast<uint64_t>(num("seed", 0)));
+    req.set_correctness_trials(static_cast<uint32_t>(num("trials", 0)));
+    req.set_atol(num("atol", 0));
+    req.set_rtol(num("rtol", 0));
+    req.set_min_samples(static_cast<uint32_t>(num("min-samples", 0)));
+    req.set_max_rel_stderr(num("max-rel-stderr", 0));
+    req.mutable_limits()->set_build_s(num("build-timeout", 0));
+    req.mutable_limits()->set_correctness_s(num("correctness-timeout", 0));
+    req.mutable_limits()->set_timing_s(num("timing-timeout", 0));
+  }
+
+  eval::SupervisorLimits limits;
+  if (req.limits().build_s() > 0) limits.build_s = req.limits().build_s();
+  if (req.limits().correctness_s() > 0) limits.correctness_s = req.limits().correctness_s();
+  if (req.limits().timing_s() > 0) limits.timing_s = req.limits().timing_s();
+  eval::EngineContext ctx;
+  ctx.process_start = process_start;
+  ctx.cache_dir = flags.count("cache-dir") ? flags["cache-dir"] : "";
+  if (ctx.cache_dir.empty()) {
+    if (const char* env = std::getenv("KFORGE_CACHE_DIR")) ctx.cache_dir = env;
+  }
+  // Sampling stops well inside the stage limit, leaving time for the post-timing check.
+  ctx.timing_budget_s = std::max(1.0, 0.6 * limits.timing_s);
+
+  v1::EvalResult result = eval::RunSupervised(
+      limits, [&](eval::StageReporter& r) { return eval::Evaluate(req, ctx, r); });
+  if (result.dialect() == v1::DIALECT_UNSPECIFIED) {
+    result.set_dialect(eval::InferDialect(req.candidate_source()));
+  }
+  std::string json = eval::ResultToJson(result);
+  if (flags.count("result-pb") && !WriteFile(flags["result-pb"], result.SerializeAsString())) {
+    std::fprintf(stderr, "kforge-eval: cannot write %s\n", flags["result-pb"].c_str());
+  }
+  if (flags.count("json")) {
+    if (!WriteFile(flags["json"], json + "\n")) {
+      std::fprintf(stderr, "kforge-eval: cannot write %s\n", flags["json"].c_str());
+      return 1;
+    }
+  } else {
+    std::printf("%s\n", json.c_str());
+  }
+  return 0;
+}

@@ -1,0 +1,321 @@
+#include "gpu_worker/eval/nvrtc_module.h"
+
+#include <c10/cuda/CUDAStream.h>
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <nvrtc.h>
+#include <pybind11/embed.h>
+#include <pybind11/stl.h>
+#include <torch/csrc/autograd/python_variable.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+#include <sys/stat.h>
+#include <unordered_map>
+#include <vector>
+
+#include "common/base/sha256.h"
+
+namespace py = pybind11;
+
+namespace kforge::eval {
+namespace {
+
+constexpr size_t kMaxLogBytes = 16 << 10;
+
+NvrtcConfig g_config;
+std::atomic<uint64_t> g_launches{0};
+NvrtcCompileStats g_stats;
+
+// Raised to Python as kforge.cuda.CompileError.
+struct CompileError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Driver entry points, resolved once through the runtime.
+struct Driver {
+  decltype(&cuModuleLoadData) module_load_data = nullptr;
+  decltype(&cuModuleGetFunction) module_get_function = nullptr;
+  decltype(&cuFuncGetParamInfo) func_get_param_info = nullptr;
+  decltype(&cuLaunchKernel) launch_kernel = nullptr;
+  decltype(&cuGetErrorString) get_error_string = nullptr;
+  decltype(&cuFuncSetAttribute) func_set_attribute = nullptr;
+};
+
+template <typename F>
+void Resolve(const char* name, F* out) {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult q;
+  if (cudaGetDriverEntryPointByVersion(name, &fn, 12040, cudaEnableDefault, &q) != cudaSuccess ||
+      q != cudaDriverEntryPointSuccess || fn == nullptr) {
+    throw std::runtime_error(std::string("kforge.cuda: driver function ") + name +
+                             " is unavailable");
+  }
+  *out = reinterpret_cast<F>(fn);
+}
+
+const Driver& GetDriver() {
+  static const Driver* d = [] {
+    auto* drv = new Driver;
+    Resolve("cuModuleLoadData", &drv->module_load_data);
+    Resolve("cuModuleGetFunction", &drv->module_get_function);
+    Resolve("cuFuncGetParamInfo", &drv->func_get_param_info);
+    Resolve("cuLaunchKernel", &drv->launch_kernel);
+    Resolve("cuGetErrorString", &drv->get_error_string);
+    Resolve("cuFuncSetAttribute", &drv->func_set_attribute);
+    return drv;
+  }();
+  return *d;
+}
+
+void CheckCu(CUresult r, const std::string& what) {
+  if (r == CUDA_SUCCESS) return;
+  const char* msg = nullptr;
+  GetDriver().get_error_string(r, &msg);
+  throw std::runtime_error("kforge.cuda: " + what + " failed: " + (msg ? msg : "unknown error") +
+                           " (CUresult " + std::to_string(static_cast<int>(r)) + ")");
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Compiles to a cubin (NVRTC), consulting the disk cache first.
+std::string CompileToCubin(const std::string& source, const std::vector<std::string>& user_opts,
+                           const std::string& name) {
+  std::vector<std::string> opts = {"--gpu-architecture=" + g_config.arch, "--std=c++17",
+                                   "-default-device", "-I" KFORGE_CUDA_INCLUDE};
+  for (const auto& o : user_opts) opts.push_back(o);
+  std::string key_material = source;
+  for (const auto& o : opts) key_material += "\n--" + o;
+  int nvrtc_major = 0, nvrtc_minor = 0;
+  nvrtcVersion(&nvrtc_major, &nvrtc_minor);
+  key_material += "\nnvrtc " + std::to_string(nvrtc_major) + "." + std::to_string(nvrtc_minor);
+  std::string key = Sha256Hex(key_material);
+  std::string cache_path;
+  if (!g_config.cache_dir.empty()) {
+    cache_path = g_config.cache_dir + "/" + key + ".cubin";
+    std::string cached = ReadFile(cache_path);
+    if (!cached.empty()) {
+      ++g_stats.cache_hits;
+      return cached;
+    }
+  }
+  auto start = std::chrono::steady_clock::now();
+  nvrtcProgram prog;
+  if (nvrtcCreateProgram(&prog, source.c_str(), name.c_str(), 0, nullptr, nullptr) !=
+      NVRTC_SUCCESS) {
+    throw CompileError("nvrtcCreateProgram failed");
+  }
+  std::vector<const char*> copts;
+  for (const auto& o : opts) copts.push_back(o.c_str());
+  nvrtcResult res = nvrtcCompileProgram(prog, static_cast<int>(copts.size()), copts.data());
+  size_t log_size = 0;
+  nvrtcGetProgramLogSize(prog, &log_size);
+  std::string log(log_size, '\0');
+  if (log_size > 0) nvrtcGetProgramLog(prog, log.data());
+  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+  if (log.size() > kMaxLogBytes) log = log.substr(0, kMaxLogBytes) + "\n[log truncated]";
+  g_stats.last_log = log;
+  std::string cubin;
+  if (res == NVRTC_SUCCESS) {
+    size_t size = 0;
+    nvrtcGetCUBINSize(prog, &size);
+    cubin.resize(size);
+    nvrtcGetCUBIN(prog, cubin.data());
+  }
+  nvrtcDestroyProgram(&prog);
+  g_stats.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ++g_stats.compiles;
+  if (res != NVRTC_SUCCESS) {
+    throw CompileError(std::string("NVRTC: ") + nvrtcGetErrorString(res) + "\n" + log);
+  }
+  if (!cache_path.empty()) {
+    std::string tmp = cache_path + ".tmp" + std::to_string(getpid());
+    {
+      std::ofstream out(tmp, std::ios::binary);
+      out.write(cubin.data(), static_cast<std::streamsize>(cubin.size()));
+    }
+    std::rename(tmp.c_str(), cache_path.c_str());
+  }
+  return cubin;
+}
+
+unsigned Dim(const py::handle& v, int axis) {
+  if (py::isinstance<py::int_>(v)) return axis == 0 ? v.cast<unsigned>() : 1u;
+  auto seq = v.cast<std::vector<unsigned>>();
+  if (seq.empty() || seq.size() > 3) throw py::value_error("grid/block must have 1 to 3 dims");
+  return axis < static_cast<int>(seq.size()) ? seq[axis] : 1u;
+}
+
+class Kernel {
+ public:
+  Kernel(std::string name, CUfunction fn) : name_(std::move(name)), fn_(fn) {
+    // Parameter layout, read once: count and size of each parameter.
+    for (size_t i = 0;; ++i) {
+      size_t offset = 0, size = 0;
+      if (GetDriver().func_get_param_info(fn_, i, &offset, &size) != CUDA_SUCCESS) break;
+      param_sizes_.push_back(size);
+    }
+  }
+
+  void Launch(const py::object& grid, const py::object& block, unsigned shared_mem,
+              const py::tuple& args) {
+    if (args.size() != param_sizes_.size()) {
+      throw py::type_error("kernel " + name_ + " takes " + std::to_string(param_sizes_.size()) +
+                           " arguments, " + std::to_string(args.size()) + " given");
+    }
+    std::vector<std::array<unsigned char, 16>> storage(args.size());
+    std::vector<void*> params(args.size());
+    for (size_t i = 0; i < args.size(); ++i) {
+      Pack(args[i], i, storage[i].data());
+      params[i] = storage[i].data();
+    }
+    if (shared_mem > 48 * 1024) {
+      CheckCu(GetDriver().func_set_attribute(fn_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                             static_cast<int>(shared_mem)),
+              "setting dynamic shared memory of " + name_);
+    }
+    cudaStream_t stream = c10::cuda::getCurrentCUDAStream(g_config.device_index).stream();
+    CheckCu(GetDriver().launch_kernel(fn_, Dim(grid, 0), Dim(grid, 1), Dim(grid, 2), Dim(block, 0),
+                                      Dim(block, 1), Dim(block, 2), shared_mem,
+                                      reinterpret_cast<CUstream>(stream), params.data(), nullptr),
+            "launching " + name_);
+    ++g_launches;
+  }
+
+ private:
+  void Pack(const py::handle& arg, size_t i, unsigned char* out) {
+    size_t size = param_sizes_[i];
+    auto bad = [&](const std::string& why) {
+      return py::type_error("kernel " + name_ + " argument " + std::to_string(i) + ": " + why);
+    };
+    if (THPVariable_Check(arg.ptr())) {
+      const at::Tensor& t = THPVariable_Unpack(arg.ptr());
+      if (size != sizeof(void*)) throw bad("a tensor needs a pointer parameter");
+      if (!t.is_cuda()) throw bad("tensor is not on a CUDA device");
+      void* p = t.data_ptr();
+      std::memcpy(out, &p, sizeof p);
+      return;
+    }
+    if (py::isinstance<py::bool_>(arg)) {
+      if (size != 1) throw bad("bool needs a 1-byte parameter");
+      out[0] = arg.cast<bool>() ? 1 : 0;
+      return;
+    }
+    if (py::isinstance<py::int_>(arg)) {
+      long long v = arg.cast<long long>();
+      if (size == 8) {
+        std::memcpy(out, &v, 8);
+      } else if (size == 4) {
+        if (v < INT32_MIN || v > static_cast<long long>(UINT32_MAX)) {
+          throw bad("integer " + std::to_string(v) + " does not fit a 4-byte parameter");
+        }
+        int32_t x = static_cast<int32_t>(v);
+        std::memcpy(out, &x, 4);
+      } else if (size == 2) {
+        int16_t x = static_cast<int16_t>(v);
+        std::memcpy(out, &x, 2);
+      } else if (size == 1) {
+        out[0] = static_cast<unsigned char>(v);
+      } else {
+        throw bad("integer for a " + std::to_string(size) + "-byte parameter");
+      }
+      return;
+    }
+    if (py::isinstance<py::float_>(arg)) {
+      double v = arg.cast<double>();
+      if (size == 8) {
+        std::memcpy(out, &v, 8);
+      } else if (size == 4) {
+        float f = static_cast<float>(v);
+        std::memcpy(out, &f, 4);
+      } else {
+        throw bad("float for a " + std::to_string(size) + "-byte parameter");
+      }
+      return;
+    }
+    throw bad("unsupported type " + std::string(py::str(py::type::handle_of(arg))));
+  }
+
+  std::string name_;
+  CUfunction fn_;
+  std::vector<size_t> param_sizes_;
+};
+
+class Module {
+ public:
+  Module(std::string cubin) : cubin_(std::move(cubin)) {
+    if (g_config.gpu_available) {
+      CheckCu(GetDriver().module_load_data(&module_, cubin_.data()), "loading the module");
+    }
+  }
+
+  std::shared_ptr<Kernel> Get(const std::string& name) {
+    if (!name.empty() && name[0] == '_') throw py::attribute_error(name);
+    auto it = kernels_.find(name);
+    if (it != kernels_.end()) return it->second;
+    if (!g_config.gpu_available) {
+      throw std::runtime_error("kforge.cuda: no GPU (CPU mode): kernel " + name +
+                               " was compiled for " + g_config.arch + " but cannot run");
+    }
+    CUfunction fn;
+    if (GetDriver().module_get_function(&fn, module_, name.c_str()) != CUDA_SUCCESS) {
+      throw py::attribute_error("kforge.cuda: the module has no kernel named '" + name +
+                                "' (kernels must be extern \"C\")");
+    }
+    auto k = std::make_shared<Kernel>(name, fn);
+    kernels_[name] = k;
+    return k;
+  }
+
+ private:
+  std::string cubin_;
+  CUmodule module_ = nullptr;
+  std::unordered_map<std::string, std::shared_ptr<Kernel>> kernels_;
+};
+
+std::shared_ptr<Module> Compile(const std::string& source, const std::vector<std::string>& options,
+                                const std::string& name) {
+  return std::make_shared<Module>(CompileToCubin(source, options, name));
+}
+
+}  // namespace
+
+void ConfigureNvrtc(const NvrtcConfig& config) {
+  g_config = config;
+  if (!g_config.cache_dir.empty()) mkdir(g_config.cache_dir.c_str(), 0700);
+}
+
+uint64_t NvrtcLaunchCount() { return g_launches.load(); }
+NvrtcCompileStats GetNvrtcCompileStats() { return g_stats; }
+
+PYBIND11_EMBEDDED_MODULE(kforge, m) {
+  m.doc() = "kforge engine services for candidates";
+  py::module_ cuda = m.def_submodule("cuda", "NVRTC kernels for nvrtc-dialect candidates");
+  py::register_exception<CompileError>(cuda, "CompileError", PyExc_RuntimeError);
+  py::class_<Kernel, std::shared_ptr<Kernel>>(cuda, "Kernel")
+      .def("__call__", &Kernel::Launch, py::kw_only(), py::arg("grid"), py::arg("block"),
+           py::arg("shared_mem") = 0, py::arg("args") = py::tuple());
+  py::class_<Module, std::shared_ptr<Module>>(cuda, "Module").def("__getattr__", &Module::Get);
+  cuda.def("compile", &Compile, py::arg("source"),
+           py::arg("options") = std::vector<std::string>{}, py::arg("name") = "candidate.cu",
+           "Compiles CUDA C++ with NVRTC for the engine's target architecture.");
+}
+
+void RegisterKforgePythonModule() {
+  // PYBIND11_EMBEDDED_MODULE registers itself at static-initialisation time; this function
+  // exists so that the linker keeps this translation unit.
+}
+
+}  // namespace kforge::eval

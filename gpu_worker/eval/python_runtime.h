@@ -1,0 +1,27 @@
+// The embedded CPython interpreter with torch importable and the `kforge` module (kforge.cuda)
+// registered.
+//
+// sys.path gets KFORGE_PYTHONPATH (colon-separated, from the environment) and then the
+// site-packages of the Python the engine was built against, so the same torch that LibTorch
+// came from is imported.
+//
+// Thread-safety: one interpreter per process, created and used by the main thread.
+#ifndef KFORGE_GPU_WORKER_EVAL_PYTHON_RUNTIME_H_
+#define KFORGE_GPU_WORKER_EVAL_PYTHON_RUNTIME_H_
+
+#include <pybind11/embed.h>
+
+#include <memory>
+#include <string>
+
+namespace kforge::eval {
+
+// Starts the interpreter and imports torch. On failure returns null and sets `error`.
+std::unique_ptr<pybind11::scoped_interpreter> StartPython(std::string* error);
+
+// Formats the active Python exception (type, message, last traceback lines) for a reason.
+std::string DescribePythonError(const pybind11::error_already_set& e, size_t max_bytes = 4000);
+
+}  // namespace kforge::eval
+
+#endif  // KFORGE_GPU_WORKER_EVAL_PYTHON_RUNTIME_H_

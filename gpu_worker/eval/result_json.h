@@ -1,0 +1,24 @@
+// The engine's JSON: EvalResult as printed by `kforge-eval --json`, with snake_case field
+// names, verdicts and dialects as lower-case words ("ok", "nvrtc"), every field present, and
+// `speedup` null unless the verdict is ok. ResultFromJson reads it back.
+//
+// Thread-safety: pure functions.
+#ifndef KFORGE_GPU_WORKER_EVAL_RESULT_JSON_H_
+#define KFORGE_GPU_WORKER_EVAL_RESULT_JSON_H_
+
+#include <string>
+
+#include "kforge/v1/eval.pb.h"
+
+namespace kforge::eval {
+
+std::string ResultToJson(const v1::EvalResult& result);
+// False (with `error`) when `json` is not an EvalResult.
+bool ResultFromJson(const std::string& json, v1::EvalResult* result, std::string* error);
+
+// "ok", "compile_error", ... ; and back.
+const char* VerdictName(v1::Verdict v);
+
+}  // namespace kforge::eval
+
+#endif  // KFORGE_GPU_WORKER_EVAL_RESULT_JSON_H_

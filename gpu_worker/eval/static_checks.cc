@@ -1,0 +1,140 @@
+#include "gpu_worker/eval/static_checks.h"
+
+#include <regex>
+#include <sstream>
+#include <vector>
+
+namespace kforge::eval {
+namespace {
+
+struct Rule {
+  const char* id;
+  const char* what;
+  std::regex pattern;
+};
+
+const std::vector<Rule>& PythonRules() {
+  static const auto* rules = new std::vector<Rule>{
+      {"forbidden_import", "imports a module that reaches into the process or the system",
+       std::regex(R"(^\s*(import|from)\s+(ctypes|gc|inspect|os|sys|subprocess|socket|threading|multiprocessing|signal|importlib|builtins|pickle|shutil|pathlib|io|resource|mmap|_thread|posix|cffi)\b)")},
+      {"forbidden_import", "imports a module that reaches into the process or the system",
+       std::regex(R"(^\s*import\s+.*,\s*(ctypes|gc|inspect|os|sys|subprocess|socket|threading|multiprocessing|importlib|builtins)\b)")},
+      {"forbidden_call", "uses a dynamic-import or code-execution builtin",
+       std::regex(R"((^|[^.\w])(__import__|eval|exec|compile|open|globals|vars|breakpoint)\s*\()")},
+      {"forbidden_call", "reaches into interpreter internals",
+       std::regex(R"(__(globals|subclasses|builtins|code|closure|dict|class|bases|mro|getattribute|setattr)__)")},
+      {"forbidden_call", "patches a torch, time or numpy attribute",
+       std::regex(R"(^\s*(torch|time|np|numpy|math|F|nn)(\.\w+)+\s*(=[^=]|\+=|-=))")},
+      {"forbidden_call", "patches a torch, time or numpy attribute",
+       std::regex(R"(setattr\s*\(\s*(torch|time|np|numpy|F|nn)\b)")},
+      {"global_switch", "changes a process-wide torch switch",
+       std::regex(R"(torch\.backends\.\w+(\.\w+)*\s*=[^=]|set_float32_matmul_precision|use_deterministic_algorithms|set_flush_denormal|set_default_dtype|set_num_threads|allow_tf32\s*=|allow_fp16_reduced|allow_bf16_reduced)")},
+      {"side_stream", "creates or switches CUDA streams (work the timer would not see)",
+       std::regex(R"(cuda\.(Stream|stream|ExternalStream|set_stream)\b|torch\.Stream\b|cudaStreamCreate|\bStreamContext\b)")},
+      {"try_except", "catches exceptions (a fallback can hide a failed kernel)",
+       std::regex(R"(^\s*(try\s*:|except\b))")},
+  };
+  return *rules;
+}
+
+// Replaces the contents of triple-quoted strings (kernel sources) and comments with spaces, so
+// that C++ text inside SRC = r'''...''' is not matched against Python rules. Line structure is
+// preserved for line numbers.
+std::string BlankStringsAndComments(const std::string& src) {
+  std::string out = src;
+  size_t i = 0;
+  while (i < out.size()) {
+    if (out.compare(i, 3, "'''") == 0 || out.compare(i, 3, "\"\"\"") == 0) {
+      std::string quote = out.substr(i, 3);
+      size_t end = out.find(quote, i + 3);
+      if (end == std::string::npos) end = out.size();
+      for (size_t j = i + 3; j < end; ++j) {
+        if (out[j] != '\n') out[j] = ' ';
+      }
+      i = end + 3;
+      continue;
+    }
+    if (out[i] == '#') {
+      while (i < out.size() && out[i] != '\n') out[i++] = ' ';
+      continue;
+    }
+    ++i;
+  }
+  return out;
+}
+
+}  // namespace
+
+const char* DialectName(v1::Dialect d) {
+  switch (d) {
+    case v1::DIALECT_KERNELBENCH:
+      return "kernelbench";
+    case v1::DIALECT_NVRTC:
+      return "nvrtc";
+    case v1::DIALECT_CPP:
+      return "cpp";
+    default:
+      return "unspecified";
+  }
+}
+
+bool ParseDialect(const std::string& name, v1::Dialect* out) {
+  for (v1::Dialect d : {v1::DIALECT_KERNELBENCH, v1::DIALECT_NVRTC, v1::DIALECT_CPP}) {
+    if (name == DialectName(d)) {
+      *out = d;
+      return true;
+    }
+  }
+  return false;
+}
+
+v1::Dialect InferDialect(const std::string& source) {
+  static const std::regex marker(R"(kforge:\s*dialect\s*=\s*(\w+))");
+  std::smatch m;
+  std::string head = source.substr(0, 2000);
+  if (std::regex_search(head, m, marker)) {
+    v1::Dialect d;
+    if (ParseDialect(m[1].str(), &d)) return d;
+  }
+  if (source.find("load_inline") != std::string::npos) return v1::DIALECT_KERNELBENCH;
+  if (source.find("kforge.cuda") != std::string::npos ||
+      source.find("from kforge import cuda") != std::string::npos) {
+    return v1::DIALECT_NVRTC;
+  }
+  if (source.find("#include") != std::string::npos &&
+      source.find("class ModelNew") == std::string::npos) {
+    return v1::DIALECT_CPP;
+  }
+  return v1::DIALECT_KERNELBENCH;
+}
+
+RuleViolation CheckCandidateSource(const std::string& source, v1::Dialect dialect) {
+  if (dialect == v1::DIALECT_CPP) return {};
+  std::string code = BlankStringsAndComments(source);
+  std::istringstream lines(code);
+  std::string line;
+  int n = 0;
+  while (std::getline(lines, line)) {
+    ++n;
+    for (const Rule& r : PythonRules()) {
+      if (std::regex_search(line, r.pattern)) {
+        std::string excerpt;
+        std::istringstream orig(source);
+        for (int k = 0; k < n && std::getline(orig, excerpt); ++k) {
+        }
+        while (!excerpt.empty() && (excerpt.front() == ' ' || excerpt.front() == '\t')) {
+          excerpt.erase(0, 1);
+        }
+        if (excerpt.size() > 120) excerpt = excerpt.substr(0, 120) + "...";
+        return {r.id, std::string(r.id) + ": line " + std::to_string(n) + " " + r.what + ": " +
+                          excerpt};
+      }
+    }
+  }
+  if (!std::regex_search(code, std::regex(R"((^|\n)class\s+ModelNew\b)"))) {
+    return {"missing_model", "missing_model: the candidate defines no class ModelNew"};
+  }
+  return {};
+}
+
+}  // namespace kforge::eval

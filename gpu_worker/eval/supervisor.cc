@@ -1,0 +1,204 @@
+#include "gpu_worker/eval/supervisor.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+
+namespace kforge::eval {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void WriteAll(int fd, const void* data, size_t n) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return;
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+double LimitFor(const SupervisorLimits& l, Stage s) {
+  switch (s) {
+    case Stage::kLoad:
+      return l.load_s;
+    case Stage::kBuild:
+      return l.build_s;
+    case Stage::kCorrectness:
+      return l.correctness_s;
+    case Stage::kTiming:
+      return l.timing_s;
+  }
+  return l.load_s;
+}
+
+}  // namespace
+
+const char* StageName(Stage s) {
+  switch (s) {
+    case Stage::kLoad:
+      return "load";
+    case Stage::kBuild:
+      return "build";
+    case Stage::kCorrectness:
+      return "correctness";
+    case Stage::kTiming:
+      return "timing";
+  }
+  return "load";
+}
+
+void StageReporter::Enter(Stage stage) {
+  char c = static_cast<char>(stage);
+  WriteAll(fd_, &c, 1);
+}
+
+void StageReporter::Deliver(const v1::EvalResult& result) {
+  std::string bytes = result.SerializeAsString();
+  char tag = 'R';
+  uint32_t n = static_cast<uint32_t>(bytes.size());
+  WriteAll(fd_, &tag, 1);
+  WriteAll(fd_, &n, sizeof n);
+  WriteAll(fd_, bytes.data(), bytes.size());
+}
+
+v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWork& work) {
+  int ctl[2], out[2];
+  if (pipe2(ctl, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) {
+    v1::EvalResult r;
+    r.set_verdict(v1::VERDICT_RUNTIME_ERROR);
+    r.set_reason(std::string("engine could not create pipes: ") + strerror(errno));
+    return r;
+  }
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    setpgid(0, 0);
+    close(ctl[0]);
+    close(out[0]);
+    dup2(out[1], 1);
+    dup2(out[1], 2);
+    close(out[1]);
+    StageReporter reporter(ctl[1]);
+    v1::EvalResult r = work(reporter);
+    reporter.Deliver(r);
+    fflush(stdout);
+    fflush(stderr);
+    // Skip destructors: a CUDA context broken by the candidate may hang or abort in teardown.
+    _exit(0);
+  }
+  close(ctl[1]);
+  close(out[1]);
+  v1::EvalResult result;
+  if (pid < 0) {
+    result.set_verdict(v1::VERDICT_RUNTIME_ERROR);
+    result.set_reason(std::string("engine could not fork: ") + strerror(errno));
+    return result;
+  }
+  setpgid(pid, pid);
+
+  Stage stage = Stage::kLoad;
+  auto stage_start = Clock::now();
+  std::string ctl_buf, output;
+  bool output_truncated = false, got_result = false, timed_out = false;
+  bool ctl_open = true, out_open = true, exited = false;
+  int status = 0;
+  Clock::time_point exited_at;
+  while (ctl_open || out_open || !exited) {
+    if (!exited && waitpid(pid, &status, WNOHANG) == pid) {
+      exited = true;
+      exited_at = Clock::now();
+      kill(-pid, SIGKILL);  // leftovers of the group (forked children) go too
+    }
+    if (exited && std::chrono::duration<double>(Clock::now() - exited_at).count() > 2) break;
+    double elapsed = std::chrono::duration<double>(Clock::now() - stage_start).count();
+    if (!exited && !timed_out && elapsed > LimitFor(limits, stage)) {
+      timed_out = true;
+      kill(-pid, SIGKILL);
+    }
+    struct pollfd fds[2];
+    int nfds = 0;
+    if (ctl_open) fds[nfds++] = {ctl[0], POLLIN, 0};
+    if (out_open) fds[nfds++] = {out[0], POLLIN, 0};
+    if (nfds == 0) {
+      usleep(2000);
+      continue;
+    }
+    if (poll(fds, nfds, 20) <= 0) continue;
+    for (int i = 0; i < nfds; ++i) {
+      if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      char buf[65536];
+      ssize_t n = read(fds[i].fd, buf, sizeof buf);
+      if (n <= 0) {
+        if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+          (fds[i].fd == ctl[0] ? ctl_open : out_open) = false;
+        }
+        continue;
+      }
+      if (fds[i].fd == out[0]) {
+        size_t room = output.size() < limits.max_output_bytes
+                          ? limits.max_output_bytes - output.size()
+                          : 0;
+        output.append(buf, std::min(room, static_cast<size_t>(n)));
+        if (static_cast<size_t>(n) > room) output_truncated = true;
+        continue;
+      }
+      ctl_buf.append(buf, static_cast<size_t>(n));
+      // Stage bytes until an 'R', then a length-prefixed result.
+      while (!ctl_buf.empty() && ctl_buf[0] != 'R') {
+        stage = static_cast<Stage>(ctl_buf[0]);
+        stage_start = Clock::now();
+        ctl_buf.erase(0, 1);
+      }
+      if (ctl_buf.size() >= 5 && ctl_buf[0] == 'R') {
+        uint32_t len;
+        std::memcpy(&len, ctl_buf.data() + 1, sizeof len);
+        if (ctl_buf.size() >= 5 + static_cast<size_t>(len)) {
+          got_result = result.ParseFromArray(ctl_buf.data() + 5, static_cast<int>(len));
+        }
+      }
+    }
+  }
+  close(ctl[0]);
+  close(out[0]);
+  if (!exited) {
+    kill(-pid, SIGKILL);
+    waitpid(pid, &status, 0);
+  }
+  if (output_truncated) output += "\n[output truncated]";
+  if (timed_out) {
+    result.Clear();
+    result.set_verdict(v1::VERDICT_TIMEOUT);
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "stage %s exceeded its %.0f s limit; the process was killed",
+                  StageName(stage), LimitFor(limits, stage));
+    result.set_reason(buf);
+    result.set_stage(StageName(stage));
+  } else if (!got_result) {
+    result.Clear();
+    result.set_verdict(v1::VERDICT_RUNTIME_ERROR);
+    std::string how;
+    if (WIFSIGNALED(status)) {
+      how = "died with signal " + std::to_string(WTERMSIG(status)) + " (" +
+            strsignal(WTERMSIG(status)) + ")";
+    } else {
+      how = "exited with code " + std::to_string(WEXITSTATUS(status));
+    }
+    result.set_reason("the evaluation process " + how + " during stage " + StageName(stage) +
+                      " without a result");
+    result.set_stage(StageName(stage));
+  }
+  result.set_output_log(output);
+  return result;
+}
+
+}  // namespace kforge::eval

@@ -1,0 +1,55 @@
+// Runs one evaluation in a forked child and turns whatever happens to it into a verdict.
+//
+// kforge-eval forks before it loads Python, torch or CUDA. The child evaluates and reports
+// over a private pipe: the stage it enters (load, build, correctness, timing) and finally its
+// EvalResult. The parent enforces each stage's time limit (killing the child's process group
+// when one is exceeded: a hung kernel or an endless Python loop ends as TIMEOUT), captures the
+// child's stdout and stderr with a bound (a flood costs nothing), and turns a child that died
+// without a result (segfault, abort, OOM kill) into RUNTIME_ERROR naming the signal and stage.
+//
+// Thread-safety: call from the main thread of a single-threaded process (it forks).
+#ifndef KFORGE_GPU_WORKER_EVAL_SUPERVISOR_H_
+#define KFORGE_GPU_WORKER_EVAL_SUPERVISOR_H_
+
+#include <functional>
+#include <string>
+
+#include "kforge/v1/eval.pb.h"
+
+namespace kforge::eval {
+
+enum class Stage : char {
+  kLoad = 'L',
+  kBuild = 'B',
+  kCorrectness = 'C',
+  kTiming = 'T',
+};
+
+const char* StageName(Stage s);
+
+// The child's side: report stages, deliver the result.
+class StageReporter {
+ public:
+  explicit StageReporter(int fd) : fd_(fd) {}
+  void Enter(Stage stage);
+  void Deliver(const v1::EvalResult& result);
+
+ private:
+  int fd_;
+};
+
+struct SupervisorLimits {
+  double load_s = 180;  // interpreter, torch, task and reference model
+  double build_s = 120;
+  double correctness_s = 120;
+  double timing_s = 60;
+  size_t max_output_bytes = 16 << 10;
+};
+
+using EvaluationWork = std::function<v1::EvalResult(StageReporter&)>;
+
+v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWork& work);
+
+}  // namespace kforge::eval
+
+#endif  // KFORGE_GPU_WORKER_EVAL_SUPERVISOR_H_

@@ -1,0 +1,164 @@
+#include "gpu_worker/eval/timing.h"
+
+#include <ATen/ATen.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+
+namespace kforge::eval {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+void CheckCuda(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
+  }
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double RelStderrOfMedian(const std::vector<double>& v) {
+  if (v.size() < 3) return 1;
+  double mean = std::accumulate(v.begin(), v.end(), 0.0) / v.size();
+  double var = 0;
+  for (double x : v) var += (x - mean) * (x - mean);
+  double sd = std::sqrt(var / (v.size() - 1));
+  double med = Median(v);
+  if (med <= 0) return 1;
+  return 1.2533 * sd / std::sqrt(static_cast<double>(v.size())) / med;
+}
+
+// One program's sample: returns {event ms, host ms}.
+class Sampler {
+ public:
+  explicit Sampler(const TimingOptions& o) : o_(o) {
+    if (!o_.cuda) return;
+    CheckCuda(cudaSetDevice(o_.device), "cudaSetDevice");
+    CheckCuda(cudaEventCreate(&start_), "cudaEventCreate");
+    CheckCuda(cudaEventCreate(&end_), "cudaEventCreate");
+    flush_bytes_ = std::max<uint64_t>(2 * o_.l2_bytes, 8 << 20);
+    flush_ = at::empty({static_cast<int64_t>(flush_bytes_)},
+                       at::TensorOptions().dtype(at::kByte).device(at::kCUDA, o_.device));
+    cudaCtxResetPersistingL2Cache();
+  }
+  ~Sampler() {
+    if (o_.cuda) {
+      cudaEventDestroy(start_);
+      cudaEventDestroy(end_);
+    }
+  }
+
+  std::pair<double, double> Sample(const Program& p, int set) {
+    if (!o_.cuda) {
+      auto t0 = Clock::now();
+      p(set);
+      double ms = Ms(Clock::now() - t0);
+      return {ms, ms};
+    }
+    cudaStream_t stream = c10::cuda::getCurrentCUDAStream(o_.device).stream();
+    CheckCuda(cudaMemsetAsync(flush_.data_ptr(), ++flush_value_ & 0xff, flush_bytes_, stream),
+              "L2 flush");
+    CheckCuda(cudaDeviceSynchronize(), "synchronize before sample");
+    auto t0 = Clock::now();
+    CheckCuda(cudaEventRecord(start_, stream), "record start");
+    p(set);
+    CheckCuda(cudaEventRecord(end_, stream), "record end");
+    CheckCuda(cudaDeviceSynchronize(), "synchronize after sample");
+    double wall = Ms(Clock::now() - t0);
+    float ev = 0;
+    CheckCuda(cudaEventElapsedTime(&ev, start_, end_), "event elapsed time");
+    return {static_cast<double>(ev), wall};
+  }
+
+ private:
+  const TimingOptions& o_;
+  cudaEvent_t start_ = nullptr, end_ = nullptr;
+  at::Tensor flush_;
+  uint64_t flush_bytes_ = 0;
+  int flush_value_ = 0;
+};
+
+}  // namespace
+
+v1::TimingStats Summarise(std::vector<double> v) {
+  v1::TimingStats s;
+  if (v.empty()) return s;
+  double mean = std::accumulate(v.begin(), v.end(), 0.0) / v.size();
+  double var = 0;
+  for (double x : v) var += (x - mean) * (x - mean);
+  s.set_mean_ms(mean);
+  s.set_std_ms(v.size() > 1 ? std::sqrt(var / (v.size() - 1)) : 0);
+  s.set_min_ms(*std::min_element(v.begin(), v.end()));
+  s.set_max_ms(*std::max_element(v.begin(), v.end()));
+  s.set_median_ms(Median(v));
+  s.set_n(static_cast<uint32_t>(v.size()));
+  return s;
+}
+
+TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate, int num_sets,
+                              const TimingOptions& o) {
+  Sampler sampler(o);
+  TimingOutcome out;
+  for (int i = 0; i < o.warmup; ++i) {
+    sampler.Sample(reference, i % num_sets);
+    sampler.Sample(candidate, i % num_sets);
+  }
+  auto start = Clock::now();
+  for (uint32_t i = 0; i < o.max_samples; ++i) {
+    int set = static_cast<int>(i % num_sets);
+    bool ref_first = (i % 2) == 0;
+    for (int k = 0; k < 2; ++k) {
+      bool is_ref = (k == 0) == ref_first;
+      auto [ev, wall] = sampler.Sample(is_ref ? reference : candidate, set);
+      (is_ref ? out.ref_event_ms : out.cand_event_ms).push_back(ev);
+      (is_ref ? out.ref_wall_ms : out.cand_wall_ms).push_back(wall);
+    }
+    bool enough = out.ref_event_ms.size() >= o.min_samples &&
+                  RelStderrOfMedian(out.ref_event_ms) < o.max_rel_stderr &&
+                  RelStderrOfMedian(out.cand_event_ms) < o.max_rel_stderr;
+    if (enough) break;
+    if (out.ref_event_ms.size() >= 3 && Ms(Clock::now() - start) > o.time_cap_s * 1000) break;
+  }
+  out.reference = Summarise(out.ref_event_ms);
+  out.candidate = Summarise(out.cand_event_ms);
+  if (o.cuda) {
+    // Host overhead of a call is similar for both programs; a candidate whose host-observed
+    // time exceeds its event time by much more than the reference's did left work running on
+    // a stream the events did not see.
+    std::vector<double> ref_gap, cand_gap;
+    for (size_t i = 0; i < out.ref_wall_ms.size(); ++i) {
+      ref_gap.push_back(out.ref_wall_ms[i] - out.ref_event_ms[i]);
+    }
+    for (size_t i = 0; i < out.cand_wall_ms.size(); ++i) {
+      cand_gap.push_back(out.cand_wall_ms[i] - out.cand_event_ms[i]);
+    }
+    double rg = Median(ref_gap), cg = Median(cand_gap);
+    double cand_ev = out.candidate.median_ms();
+    double allowance = std::max(0.1, 0.5 * cand_ev);
+    if (cg > rg + allowance) {
+      out.hidden_work = true;
+      char buf[256];
+      std::snprintf(buf, sizeof buf,
+                    "the device stayed busy %.3f ms after the candidate's end event (reference: "
+                    "%.3f ms); its events measured %.3f ms",
+                    cg, rg, cand_ev);
+      out.hidden_work_detail = buf;
+    }
+  }
+  return out;
+}
+
+}  // namespace kforge::eval

@@ -1,0 +1,56 @@
+// Interleaved timing of the reference and the candidate.
+//
+// Per sample, for each program in alternating order: flush L2 (a memset over twice the
+// device's L2, after resetting persisting lines), synchronise the device, read the host
+// clock, record a start event on the current stream, run, record an end event, synchronise the
+// device, read the host clock. The event interval is the measurement; the host interval
+// (which includes work on every stream) is used to detect work hidden on other streams.
+// Input sets rotate between samples. Sampling stops once both programs have at least
+// `min_samples` and the relative standard error of both medians is below `max_rel_stderr`,
+// or when `time_cap_s` is spent. CPU mode uses the host clock alone and no flush.
+//
+// Thread-safety: one thread; the callables run on it.
+#ifndef KFORGE_GPU_WORKER_EVAL_TIMING_H_
+#define KFORGE_GPU_WORKER_EVAL_TIMING_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kforge/v1/eval.pb.h"
+
+namespace kforge::eval {
+
+struct TimingOptions {
+  bool cuda = false;
+  int device = 0;
+  uint64_t l2_bytes = 0;
+  uint32_t min_samples = 20;
+  uint32_t max_samples = 2000;
+  double max_rel_stderr = 0.005;
+  double time_cap_s = 20;
+  int warmup = 3;
+};
+
+// Runs one program on input set `set`.
+using Program = std::function<void(int set)>;
+
+struct TimingOutcome {
+  v1::TimingStats reference;
+  v1::TimingStats candidate;
+  std::vector<double> ref_event_ms, cand_event_ms;  // raw samples
+  std::vector<double> ref_wall_ms, cand_wall_ms;
+  bool hidden_work = false;   // candidate's host-observed time far exceeds its event time
+  std::string hidden_work_detail;
+};
+
+TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate, int num_sets,
+                              const TimingOptions& options);
+
+// Summary statistics of samples in milliseconds.
+v1::TimingStats Summarise(std::vector<double> samples_ms);
+
+}  // namespace kforge::eval
+
+#endif  // KFORGE_GPU_WORKER_EVAL_TIMING_H_
