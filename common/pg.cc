@@ -54,6 +54,15 @@ PgConnection::~PgConnection() { PQfinish(conn_); }
 
 bool PgConnection::healthy() const { return PQstatus(conn_) == CONNECTION_OK; }
 
+bool PgConnection::CheckIdle() {
+  // A closed connection shows as the server's last message (e.g. "terminating connection due
+  // to administrator command") followed by end-of-file; each needs its own read.
+  for (int i = 0; i < 3 && healthy(); ++i) {
+    if (PQconsumeInput(conn_) == 0) break;
+  }
+  return healthy();
+}
+
 absl::Status PgConnection::Reset() {
   PQreset(conn_);
   if (PQstatus(conn_) != CONNECTION_OK) {
@@ -122,7 +131,7 @@ absl::StatusOr<PgPool::Lease> PgPool::Acquire(std::chrono::milliseconds timeout)
       ++open_;
     }
   }
-  if (conn && !conn->healthy()) {
+  if (conn && !conn->CheckIdle()) {
     if (!conn->Reset().ok()) conn.reset();
   }
   if (!conn) {

@@ -67,6 +67,10 @@ class PgConnection {
   // Runs a script of several statements (no parameters), e.g. a migration.
   absl::Status ExecScript(const std::string& sql);
   bool healthy() const;
+  // Reads, without blocking, whatever the server sent while this connection sat idle, so that
+  // a connection the server closed meanwhile (restart, pg_terminate_backend, idle timeout) is
+  // found broken before a statement is sent on it. Returns healthy() afterwards.
+  bool CheckIdle();
   // Re-establishes a broken connection.
   absl::Status Reset();
 

@@ -52,6 +52,10 @@ absl::Status ServiceHost::Start() {
   builder.SetMaxReceiveMessageSize(options_.max_message_bytes);
   builder.SetMaxSendMessageSize(options_.max_message_bytes);
   for (grpc::Service* s : services_) builder.RegisterService(s);
+  if (services_.empty()) {
+    unimplemented_ = std::make_unique<grpc::CallbackGenericService>();
+    builder.RegisterCallbackGenericService(unimplemented_.get());
+  }
   server_ = builder.BuildAndStart();
   if (!server_ || grpc_port_ == 0) {
     return absl::UnavailableError(

@@ -22,6 +22,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/metrics.h"
+#include "grpcpp/generic/async_generic_service.h"
 #include "grpcpp/grpcpp.h"
 
 namespace kforge {
@@ -60,6 +61,10 @@ class ServiceHost {
  private:
   ServiceOptions options_;
   std::vector<grpc::Service*> services_;
+  // gRPC builds no server without a polled completion queue, which only services bring; a
+  // host serving nothing but health (the worker) registers this generic service instead,
+  // which answers UNIMPLEMENTED to every other method.
+  std::unique_ptr<grpc::CallbackGenericService> unimplemented_;
   MetricsServer metrics_;
   std::unique_ptr<grpc::Server> server_;
   int grpc_port_ = 0;

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The test command: installs what is missing (scripts/setup.sh), configures and builds
+# everything in build/ (Ninja, ccache), then runs every test with CTest, two at a time.
+# Arguments are passed to ctest, e.g. `scripts/test.sh -L pg` or `scripts/test.sh -R cli`.
+# Tests that need PostgreSQL start their own private server; nothing needs to run beforehand.
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+start=$SECONDS
+
+bash "$REPO/scripts/setup.sh"
+# shellcheck source=scripts/env.sh
+source "$REPO/scripts/env.sh"
+
+echo "test: configuring build/"
+cmake -S "$REPO" -B "$REPO/build" -G Ninja \
+  -DPython3_EXECUTABLE="$REPO/.venv/bin/python" --log-level=WARNING >/dev/null
+
+echo "test: building"
+ninja -C "$REPO/build" --quiet
+
+echo "test: running tests"
+cd "$REPO/build"
+ctest --output-on-failure --parallel 2 "$@"
+echo "test: done in $((SECONDS - start)) s"

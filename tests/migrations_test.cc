@@ -1,0 +1,202 @@
+// migrations/ against a real PostgreSQL: the schema they create, idempotence, and the
+// refusals (a newer database, an edited migration). Each test gets its own database.
+#include <set>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "common/pg.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "migrations/migrator.h"
+#include "tests/pg_harness.h"
+
+namespace kforge {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::IsSupersetOf;
+
+// gtest owns the environment.
+::testing::Environment* const kPgEnvironment =
+    ::testing::AddGlobalTestEnvironment(new PgTestEnvironment());
+
+std::unique_ptr<PgConnection> ConnectToNewDatabase(const std::string& name) {
+  auto url = PgTestEnvironment::server().CreateDatabase(name);
+  EXPECT_TRUE(url.ok()) << url.status();
+  if (!url.ok()) return nullptr;
+  auto conn = PgConnection::Connect(*url);
+  EXPECT_TRUE(conn.ok()) << conn.status();
+  if (!conn.ok()) return nullptr;
+  return std::move(conn).value();
+}
+
+std::set<std::string> Names(PgConnection& conn, const std::string& sql) {
+  auto rows = conn.Exec(sql);
+  EXPECT_TRUE(rows.ok()) << rows.status();
+  std::set<std::string> out;
+  if (!rows.ok()) return out;
+  for (int i = 0; i < rows->rows(); ++i) out.insert(rows->Get(i, 0));
+  return out;
+}
+
+// Every relation of the public schema with its oid (a dropped and re-created object gets a
+// new one), its columns, and the migration records.
+std::string SchemaSnapshot(PgConnection& conn) {
+  auto rows = conn.Exec(R"sql(
+    SELECT string_agg(c.relname || '/' || c.relkind::text || '/' || c.oid::text || '/' ||
+                      coalesce((SELECT string_agg(a.attname || ':' || a.atttypid::text, ','
+                                                  ORDER BY a.attnum)
+                                FROM pg_attribute a
+                                WHERE a.attrelid = c.oid AND a.attnum > 0), ''),
+                      E'\n' ORDER BY c.relname) AS relations,
+           (SELECT string_agg(version || '/' || name || '/' || checksum || '/' || applied_at,
+                              E'\n' ORDER BY version)
+            FROM schema_migrations) AS migrations
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE n.nspname = 'public')sql");
+  EXPECT_TRUE(rows.ok()) << rows.status();
+  if (!rows.ok()) return "";
+  return absl::StrCat(rows->Get(0, "relations"), "\n--\n", rows->Get(0, "migrations"));
+}
+
+int NewestVersion() { return EmbeddedMigrations().back().version; }
+
+TEST(MigrationsTest, EmbedsNumberedMigrationsInOrder) {
+  const auto& all = EmbeddedMigrations();
+  ASSERT_FALSE(all.empty());
+  EXPECT_EQ(all.front().version, 1);
+  for (size_t i = 1; i < all.size(); ++i) EXPECT_LT(all[i - 1].version, all[i].version);
+}
+
+TEST(MigrationsTest, CreatesEveryTableAndView) {
+  auto conn = ConnectToNewDatabase("creates_every_table");
+  ASSERT_NE(conn, nullptr);
+  auto applied = ApplyMigrations(*conn, EmbeddedMigrations());
+  ASSERT_TRUE(applied.ok()) << applied.status();
+  EXPECT_EQ(*applied, static_cast<int>(EmbeddedMigrations().size()));
+
+  EXPECT_THAT(
+      Names(*conn,
+            "SELECT table_name FROM information_schema.tables "
+            "WHERE table_schema = 'public' AND table_type = 'BASE TABLE'"),
+      IsSupersetOf({"tasks", "jobs", "candidates", "job_candidates", "evaluations", "eval_queue",
+                    "leases", "workers", "llm_calls", "batches", "schema_migrations"}));
+  EXPECT_THAT(Names(*conn,
+                    "SELECT table_name FROM information_schema.views "
+                    "WHERE table_schema = 'public'"),
+              IsSupersetOf({"best_per_task_gpu", "leaderboard", "job_trajectory"}));
+
+  auto version = SchemaVersion(*conn);
+  ASSERT_TRUE(version.ok()) << version.status();
+  EXPECT_EQ(*version, NewestVersion());
+  absl::Status check = CheckSchemaVersion(*conn, EmbeddedMigrations());
+  EXPECT_TRUE(check.ok()) << check;
+}
+
+TEST(MigrationsTest, ViewsAnswerOnAnEmptySchema) {
+  auto conn = ConnectToNewDatabase("views_answer");
+  ASSERT_NE(conn, nullptr);
+  ASSERT_TRUE(ApplyMigrations(*conn, EmbeddedMigrations()).ok());
+  for (const char* view : {"best_per_task_gpu", "leaderboard", "job_trajectory"}) {
+    auto rows = conn->Exec(absl::StrCat("SELECT * FROM ", view));
+    ASSERT_TRUE(rows.ok()) << view << ": " << rows.status();
+    EXPECT_EQ(rows->rows(), 0) << view;
+  }
+}
+
+TEST(MigrationsTest, SecondRunAppliesNothingAndChangesNothing) {
+  auto conn = ConnectToNewDatabase("second_run");
+  ASSERT_NE(conn, nullptr);
+  ASSERT_TRUE(ApplyMigrations(*conn, EmbeddedMigrations()).ok());
+  std::string before = SchemaSnapshot(*conn);
+  ASSERT_THAT(before, HasSubstr("tasks/r/"));
+
+  auto again = ApplyMigrations(*conn, EmbeddedMigrations());
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(*again, 0);
+  EXPECT_EQ(SchemaSnapshot(*conn), before);
+}
+
+TEST(MigrationsTest, EmptyDatabaseIsOlderThanTheBinary) {
+  auto conn = ConnectToNewDatabase("empty_is_older");
+  ASSERT_NE(conn, nullptr);
+  auto version = SchemaVersion(*conn);
+  ASSERT_TRUE(version.ok()) << version.status();
+  EXPECT_EQ(*version, 0);
+  absl::Status check = CheckSchemaVersion(*conn, EmbeddedMigrations());
+  EXPECT_EQ(check.code(), absl::StatusCode::kFailedPrecondition) << check;
+  EXPECT_THAT(std::string(check.message()), HasSubstr("run the migrations"));
+}
+
+TEST(MigrationsTest, RefusesADatabaseNewerThanTheBinary) {
+  auto conn = ConnectToNewDatabase("newer_database");
+  ASSERT_NE(conn, nullptr);
+  ASSERT_TRUE(ApplyMigrations(*conn, EmbeddedMigrations()).ok());
+  ASSERT_TRUE(conn->Exec("INSERT INTO schema_migrations (version, name, checksum) "
+                         "VALUES (999, '0999_from_the_future', 'abc')")
+                  .ok());
+
+  absl::Status check = CheckSchemaVersion(*conn, EmbeddedMigrations());
+  EXPECT_EQ(check.code(), absl::StatusCode::kFailedPrecondition) << check;
+  EXPECT_THAT(std::string(check.message()), HasSubstr("version 999"));
+
+  auto applied = ApplyMigrations(*conn, EmbeddedMigrations());
+  EXPECT_EQ(applied.status().code(), absl::StatusCode::kFailedPrecondition) << applied.status();
+  EXPECT_THAT(std::string(applied.status().message()), HasSubstr("version 999"));
+}
+
+TEST(MigrationsTest, RefusesAnAppliedMigrationWhoseTextChanged) {
+  auto conn = ConnectToNewDatabase("changed_checksum");
+  ASSERT_NE(conn, nullptr);
+  ASSERT_TRUE(ApplyMigrations(*conn, EmbeddedMigrations()).ok());
+  std::string before = SchemaSnapshot(*conn);
+
+  std::vector<Migration> edited = EmbeddedMigrations();
+  edited.front().sql += "\n-- an edit after release\n";
+  auto applied = ApplyMigrations(*conn, edited);
+  EXPECT_EQ(applied.status().code(), absl::StatusCode::kFailedPrecondition) << applied.status();
+  EXPECT_THAT(std::string(applied.status().message()),
+              HasSubstr(absl::StrCat("migration ", edited.front().name, " was changed")));
+  EXPECT_EQ(SchemaSnapshot(*conn), before);
+}
+
+TEST(MigrationsTest, AppliesOnlyTheMigrationsItLacks) {
+  auto conn = ConnectToNewDatabase("applies_missing");
+  ASSERT_NE(conn, nullptr);
+  std::vector<Migration> extended = EmbeddedMigrations();
+  extended.push_back({NewestVersion() + 1, "9999_test_extra",
+                      "CREATE TABLE test_extra (id integer PRIMARY KEY);"});
+  ASSERT_TRUE(ApplyMigrations(*conn, EmbeddedMigrations()).ok());
+
+  auto applied = ApplyMigrations(*conn, extended);
+  ASSERT_TRUE(applied.ok()) << applied.status();
+  EXPECT_EQ(*applied, 1);
+  EXPECT_TRUE(conn->Exec("SELECT * FROM test_extra").ok());
+  auto version = SchemaVersion(*conn);
+  ASSERT_TRUE(version.ok()) << version.status();
+  EXPECT_EQ(*version, NewestVersion() + 1);
+}
+
+TEST(MigrationsTest, AFailingMigrationIsRolledBackAndNamed) {
+  auto conn = ConnectToNewDatabase("failing_migration");
+  ASSERT_NE(conn, nullptr);
+  ASSERT_TRUE(ApplyMigrations(*conn, EmbeddedMigrations()).ok());
+  std::vector<Migration> broken = EmbeddedMigrations();
+  broken.push_back({NewestVersion() + 1, "9999_test_broken",
+                    "CREATE TABLE half_done (id integer); SELECT * FROM no_such_table;"});
+
+  auto applied = ApplyMigrations(*conn, broken);
+  EXPECT_EQ(applied.status().code(), absl::StatusCode::kInternal) << applied.status();
+  EXPECT_THAT(std::string(applied.status().message()),
+              HasSubstr("migration 9999_test_broken failed"));
+  EXPECT_THAT(std::string(applied.status().message()), HasSubstr("no_such_table"));
+  auto half = conn->Exec("SELECT to_regclass('half_done') IS NULL AS absent");
+  ASSERT_TRUE(half.ok()) << half.status();
+  EXPECT_EQ(half->Get(0, "absent"), "t");
+  auto version = SchemaVersion(*conn);
+  ASSERT_TRUE(version.ok()) << version.status();
+  EXPECT_EQ(*version, NewestVersion());
+}
+
+}  // namespace
+}  // namespace kforge
