@@ -45,6 +45,28 @@ uint64_t DeriveSeed(uint64_t seed, uint64_t t) {
   return (z ^ (z >> 31)) & 0x7fffffffffffffffULL;
 }
 
+// True when some element of a floating-point output is exactly the poison pattern (all bits
+// set), i.e. memory the candidate returned without writing. Computed NaNs are canonical
+// (0x7fc0...), never all ones.
+bool HoldsPoison(const at::Tensor& t) {
+  if (!t.is_floating_point() || t.numel() == 0 || !t.is_contiguous()) return false;
+  at::ScalarType as_int;
+  switch (t.element_size()) {
+    case 2:
+      as_int = at::kShort;
+      break;
+    case 4:
+      as_int = at::kInt;
+      break;
+    case 8:
+      as_int = at::kLong;
+      break;
+    default:
+      return false;
+  }
+  return t.view(as_int).eq(-1).any().item<bool>();
+}
+
 // Carries a verdict out of the stages.
 struct Verdict {
   v1::Verdict verdict;
@@ -183,7 +205,7 @@ class Evaluation {
       SeedAll(init_seed_);
       init_inputs_ = ToDevice(task_.attr("get_init_inputs")(), Target{});
       SeedAll(init_seed_);
-      ref_model_ = task_.attr("Model")(*init_inputs_).attr("to")(target_.name());
+      ref_model_ = CallOnDevice(task_.attr("Model"), target_, init_inputs_).attr("to")(target_.name());
     } catch (const py::error_already_set& e) {
       return Verdict{v1::VERDICT_RUNTIME_ERROR, "the task failed to load: " + DescribePythonError(e),
                      "task_error"};
@@ -216,7 +238,8 @@ class Evaluation {
     }
     try {
       SeedAll(init_seed_);
-      cand_model_ = candidate_.attr("ModelNew")(*init_inputs_).attr("to")(target_.name());
+      cand_model_ =
+          CallOnDevice(candidate_.attr("ModelNew"), target_, init_inputs_).attr("to")(target_.name());
       CopyMatchingState(ref_model_, cand_model_);
     } catch (const py::error_already_set& e) {
       return Verdict{v1::VERDICT_RUNTIME_ERROR,
@@ -244,7 +267,7 @@ class Evaluation {
   // mismatch means a hack rather than a wrong kernel (after timing: output caching).
   std::optional<Verdict> Trial(uint64_t seed, v1::Dialect dialect, const char* rule_on_mismatch) {
     SeedAll(seed);
-    py::list inputs = ToDevice(task_.attr("get_inputs")(), target_);
+    py::list inputs = ToDevice(CallOnDevice(task_.attr("get_inputs"), target_), target_);
     py::list cand_inputs = CloneInputs(inputs);
     py::object ref_out;
     {
@@ -287,6 +310,25 @@ class Evaluation {
                      "be plain tensors computed in forward",
                      "lazy_tensor"};
     }
+    for (size_t o = 0; o < cand.tensors.size(); ++o) {
+      if (HoldsPoison(cand.tensors[o])) {
+        return Verdict{v1::VERDICT_REJECTED,
+                       "stale_memory: output " + std::to_string(o) +
+                           " still holds the engine's poison bytes where the candidate never "
+                           "wrote",
+                       "stale_memory"};
+      }
+      for (const at::Tensor& prev : previous_outputs_) {
+        if (SharesMemory(cand.tensors[o], prev)) {
+          return Verdict{v1::VERDICT_REJECTED,
+                         "output_cache: output " + std::to_string(o) +
+                             " is the same memory the candidate returned for earlier inputs",
+                         "output_cache"};
+        }
+      }
+    }
+    // Held until the next trial, so a fresh allocation can never land on the same memory.
+    previous_outputs_ = cand.tensors;
     if (dialect == v1::DIALECT_NVRTC && NvrtcLaunchCount() == launches) {
       return Verdict{v1::VERDICT_REJECTED,
                      "fallback: ModelNew.forward launched none of its own kforge.cuda kernels",
@@ -358,7 +400,7 @@ class Evaluation {
     int64_t set_bytes = 0;
     for (int k = 0; k < kTimingInputSets; ++k) {
       SeedAll(DeriveSeed(seed_, 500 + k));
-      py::list inputs = ToDevice(task_.attr("get_inputs")(), target_);
+      py::list inputs = ToDevice(CallOnDevice(task_.attr("get_inputs"), target_), target_);
       for (const auto& t : TensorsOf(inputs)) set_bytes += k == 0 ? t.nbytes() : 0;
       ref_sets.push_back(inputs);
       cand_sets.push_back(CloneInputs(inputs));
@@ -400,6 +442,7 @@ class Evaluation {
   uint64_t seed_ = 0, init_seed_ = 0;
   py::object task_, candidate_, ref_model_, cand_model_;
   py::object init_inputs_;
+  std::vector<at::Tensor> previous_outputs_;
   std::string switches_;
 };
 

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <string>
 
+#include "gpu_worker/eval/baseline.h"
 #include "gpu_worker/eval/engine.h"
 #include "gpu_worker/eval/result_json.h"
 #include "gpu_worker/eval/static_checks.h"
@@ -28,6 +29,7 @@ constexpr char kUsage[] =
     "                   [--max-rel-stderr X] [--build-timeout S] [--correctness-timeout S]\n"
     "                   [--timing-timeout S] [--cache-dir DIR]\n"
     "       kforge-eval --request REQ.pb [--result-pb OUT.pb] [--json OUT] [--cache-dir DIR]\n"
+    "       kforge-eval --baseline TASK_DIR [--device D] [--json OUT.jsonl] [--per-task-cap S]\n"
     "Prints one JSON result (or writes it to --json OUT); exits 0 whenever it reached a\n"
     "verdict. See docs/evaluation.md.";
 
@@ -76,7 +78,8 @@ int main(int argc, char** argv) {
   static const char* kKnown[] = {"task", "candidate", "dialect", "device", "arch", "seed",
                                  "json", "trials", "atol", "rtol", "min-samples",
                                  "max-rel-stderr", "build-timeout", "correctness-timeout",
-                                 "timing-timeout", "cache-dir", "request", "result-pb"};
+                                 "timing-timeout", "cache-dir", "request", "result-pb",
+                                 "baseline", "per-task-cap"};
   for (const auto& [k, v] : flags) {
     bool known = false;
     for (const char* n : kKnown) known |= k == n;
@@ -86,6 +89,15 @@ int main(int argc, char** argv) {
     auto it = flags.find(name);
     return it == flags.end() ? def : std::strtod(it->second.c_str(), nullptr);
   };
+
+  if (flags.count("baseline")) {
+    eval::BaselineOptions b;
+    b.dir = flags["baseline"];
+    b.device = flags.count("device") ? flags["device"] : "cuda";
+    b.out_path = flags["json"];
+    b.per_task_cap_s = num("per-task-cap", 2);
+    return eval::RunBaseline(b);
+  }
 
   v1::EvalRequest req;
   if (flags.count("request")) {

@@ -31,6 +31,20 @@ void SeedAll(uint64_t seed) {
   }
 }
 
+py::object CallOnDevice(const py::object& fn, const Target& target, const py::object& args) {
+  py::object ctx = py::module_::import("torch").attr("device")(target.name());
+  ctx.attr("__enter__")();
+  py::object out;
+  try {
+    out = fn(*args);
+  } catch (...) {
+    ctx.attr("__exit__")(py::none(), py::none(), py::none());
+    throw;
+  }
+  ctx.attr("__exit__")(py::none(), py::none(), py::none());
+  return out;
+}
+
 py::list ToDevice(const py::handle& items, const Target& target) {
   py::list out;
   py::str dev(target.name());

@@ -29,6 +29,12 @@ pybind11::object ExecModule(const std::string& name, const std::string& source);
 // Seeds torch's CPU and CUDA generators, Python's random and numpy (if loaded).
 void SeedAll(uint64_t seed);
 
+// Calls `fn(*args)` with torch's default device set to `target`, so that factory functions
+// (torch.rand, nn.Linear's parameters...) allocate there directly: on a GPU this avoids
+// generating multi-gigabyte inputs on the CPU.
+pybind11::object CallOnDevice(const pybind11::object& fn, const Target& target,
+                              const pybind11::object& args = pybind11::tuple());
+
 // get_inputs()/get_init_inputs() result as a list, tensors moved to `target`.
 pybind11::list ToDevice(const pybind11::handle& items, const Target& target);
 // Deep-enough copy: tensors cloned, other values shared.

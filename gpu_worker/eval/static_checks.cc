@@ -15,6 +15,8 @@ struct Rule {
 
 const std::vector<Rule>& PythonRules() {
   static const auto* rules = new std::vector<Rule>{
+      {"global_switch", "changes a process-wide torch switch",
+       std::regex(R"(torch\.backends\.\w+(\.\w+)*\s*=[^=]|set_float32_matmul_precision|use_deterministic_algorithms|set_flush_denormal|set_default_dtype|set_num_threads|allow_tf32\s*=|allow_fp16_reduced|allow_bf16_reduced)")},
       {"forbidden_import", "imports a module that reaches into the process or the system",
        std::regex(R"(^\s*(import|from)\s+(ctypes|gc|inspect|os|sys|subprocess|socket|threading|multiprocessing|signal|importlib|builtins|pickle|shutil|pathlib|io|resource|mmap|_thread|posix|cffi)\b)")},
       {"forbidden_import", "imports a module that reaches into the process or the system",
@@ -27,8 +29,6 @@ const std::vector<Rule>& PythonRules() {
        std::regex(R"(^\s*(torch|time|np|numpy|math|F|nn)(\.\w+)+\s*(=[^=]|\+=|-=))")},
       {"forbidden_call", "patches a torch, time or numpy attribute",
        std::regex(R"(setattr\s*\(\s*(torch|time|np|numpy|F|nn)\b)")},
-      {"global_switch", "changes a process-wide torch switch",
-       std::regex(R"(torch\.backends\.\w+(\.\w+)*\s*=[^=]|set_float32_matmul_precision|use_deterministic_algorithms|set_flush_denormal|set_default_dtype|set_num_threads|allow_tf32\s*=|allow_fp16_reduced|allow_bf16_reduced)")},
       {"side_stream", "creates or switches CUDA streams (work the timer would not see)",
        std::regex(R"(cuda\.(Stream|stream|ExternalStream|set_stream)\b|torch\.Stream\b|cudaStreamCreate|\bStreamContext\b)")},
       {"try_except", "catches exceptions (a fallback can hide a failed kernel)",

@@ -109,7 +109,8 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
   Stage stage = Stage::kLoad;
   auto stage_start = Clock::now();
   std::string ctl_buf, output;
-  bool output_truncated = false, got_result = false, timed_out = false;
+  bool output_truncated = false, got_result = false, timed_out = false, flooded = false;
+  size_t output_total = 0;
   bool ctl_open = true, out_open = true, exited = false;
   int status = 0;
   Clock::time_point exited_at;
@@ -145,6 +146,11 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
         continue;
       }
       if (fds[i].fd == out[0]) {
+        output_total += static_cast<size_t>(n);
+        if (!flooded && !exited && output_total > limits.output_flood_bytes) {
+          flooded = true;
+          kill(-pid, SIGKILL);
+        }
         size_t room = output.size() < limits.max_output_bytes
                           ? limits.max_output_bytes - output.size()
                           : 0;
@@ -175,7 +181,15 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
     waitpid(pid, &status, 0);
   }
   if (output_truncated) output += "\n[output truncated]";
-  if (timed_out) {
+  if (flooded) {
+    result.Clear();
+    result.set_verdict(v1::VERDICT_RUNTIME_ERROR);
+    result.set_rule("output_flood");
+    result.set_reason("output_flood: the candidate printed more than " +
+                      std::to_string(limits.output_flood_bytes >> 20) +
+                      " MiB during stage " + StageName(stage) + "; the process was killed");
+    result.set_stage(StageName(stage));
+  } else if (timed_out) {
     result.Clear();
     result.set_verdict(v1::VERDICT_TIMEOUT);
     char buf[160];

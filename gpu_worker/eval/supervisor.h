@@ -43,7 +43,8 @@ struct SupervisorLimits {
   double build_s = 120;
   double correctness_s = 120;
   double timing_s = 60;
-  size_t max_output_bytes = 16 << 10;
+  size_t max_output_bytes = 16 << 10;   // kept for the result's output_log
+  size_t output_flood_bytes = 8 << 20;  // printing more than this ends the evaluation
 };
 
 using EvaluationWork = std::function<v1::EvalResult(StageReporter&)>;

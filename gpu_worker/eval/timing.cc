@@ -112,9 +112,10 @@ TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate
                               const TimingOptions& o) {
   Sampler sampler(o);
   TimingOutcome out;
+  const bool has_candidate = static_cast<bool>(candidate);
   for (int i = 0; i < o.warmup; ++i) {
     sampler.Sample(reference, i % num_sets);
-    sampler.Sample(candidate, i % num_sets);
+    if (has_candidate) sampler.Sample(candidate, i % num_sets);
   }
   auto start = Clock::now();
   for (uint32_t i = 0; i < o.max_samples; ++i) {
@@ -122,19 +123,20 @@ TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate
     bool ref_first = (i % 2) == 0;
     for (int k = 0; k < 2; ++k) {
       bool is_ref = (k == 0) == ref_first;
+      if (!is_ref && !has_candidate) continue;
       auto [ev, wall] = sampler.Sample(is_ref ? reference : candidate, set);
       (is_ref ? out.ref_event_ms : out.cand_event_ms).push_back(ev);
       (is_ref ? out.ref_wall_ms : out.cand_wall_ms).push_back(wall);
     }
     bool enough = out.ref_event_ms.size() >= o.min_samples &&
                   RelStderrOfMedian(out.ref_event_ms) < o.max_rel_stderr &&
-                  RelStderrOfMedian(out.cand_event_ms) < o.max_rel_stderr;
+                  (!has_candidate || RelStderrOfMedian(out.cand_event_ms) < o.max_rel_stderr);
     if (enough) break;
     if (out.ref_event_ms.size() >= 3 && Ms(Clock::now() - start) > o.time_cap_s * 1000) break;
   }
   out.reference = Summarise(out.ref_event_ms);
   out.candidate = Summarise(out.cand_event_ms);
-  if (o.cuda) {
+  if (o.cuda && has_candidate) {
     // Host overhead of a call is similar for both programs; a candidate whose host-observed
     // time exceeds its event time by much more than the reference's did left work running on
     // a stream the events did not see.

@@ -45,6 +45,7 @@ struct TimingOutcome {
   std::string hidden_work_detail;
 };
 
+// An empty `candidate` times the reference alone (baselines).
 TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate, int num_sets,
                               const TimingOptions& options);
 

@@ -1,2 +1,0 @@
-// placeholder, filled below
-#include "gtest/gtest.h"

@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""Runs kforge-eval on the example corpus and checks every verdict.
+
+The expectations come from the corpus itself: a candidate's file name says what it is
+(correct, wrong, raises, syntax_error, hangs, crashes, sleepy, nvrtc_*, kernelbench_*), and each
+reward hack in examples/hacks/ states "Expected verdict: VERDICT[, rule RULE]" in its docstring.
+
+  run_cases.py --eval build/gpu_worker/eval/kforge-eval --device cpu   # CI (no GPU)
+  run_cases.py --eval ... --device cuda --out results.jsonl            # the GPU machine
+
+CPU mode runs the tiny tasks; the hacks written for 19_ReLU run against tiny_relu and must never
+come out `ok` (most cannot run their kernels without a GPU: rule no_gpu). On a GPU every
+expectation must hold exactly. Prints one line per case and a closing
+"N passed, M failed" line; exits 1 when any case failed. Standard library only.
+"""
+import argparse
+import concurrent.futures
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+EX = os.path.join(ROOT, "examples")
+TESTS = os.path.join(ROOT, "tests", "engine", "candidates")
+
+# file stem -> (verdict, rule or None) for the hand-written candidates
+BY_NAME = {
+    "correct": ("ok", None),
+    "sleepy": ("ok", None),
+    "wrong": ("incorrect", None),
+    "raises": ("runtime_error", None),
+    "syntax_error": ("compile_error", None),
+    "hangs": ("timeout", None),
+    "crashes": ("rejected", "forbidden_import"),
+    "nvrtc_compile_error": ("compile_error", None),
+    "segfault_unchecked": ("runtime_error", None),
+}
+
+TASK_DIRS = {
+    "tiny_relu": "tasks/tiny/tiny_relu.py",
+    "tiny_add_scale": "tasks/tiny/tiny_add_scale.py",
+    "tiny_linear": "tasks/tiny/tiny_linear.py",
+    "19_ReLU": "tasks/level1/19_ReLU.py",
+    "23_Softmax": "tasks/level1/23_Softmax.py",
+    "40_LayerNorm": "tasks/level1/40_LayerNorm.py",
+    "1_Conv2D_ReLU_BiasAdd": "tasks/level2/1_Conv2D_ReLU_BiasAdd.py",
+    "76_Gemm_Add_ReLU": "tasks/level2/76_Gemm_Add_ReLU.py",
+}
+
+
+def hack_expectation(path):
+    text = open(path).read()
+    m = re.search(r"Expected verdict:\s*(\w+)(?:,\s*rule\s+(\w+))?", text)
+    if not m:
+        return None
+    return m.group(1), m.group(2)
+
+
+def hack_task(path):
+    m = re.search(r"Task:\s*(?:examples/)?tasks/(\S+?\.py)", open(path).read())
+    return m.group(1) if m else "level1/19_ReLU.py"
+
+
+def cases(device):
+    out = []
+    for task_stem, task_rel in TASK_DIRS.items():
+        tiny = task_stem.startswith("tiny_")
+        if device == "cpu" and not tiny:
+            continue
+        cdir = os.path.join(EX, "candidates", task_stem)
+        if not os.path.isdir(cdir):
+            continue
+        for name in sorted(os.listdir(cdir)):
+            if not name.endswith(".py"):
+                continue
+            stem = name[:-3]
+            if stem in BY_NAME:
+                expect = BY_NAME[stem]
+            elif stem.startswith(("nvrtc_", "kernelbench_")):
+                expect = ("ok", None)
+                if device == "cpu":
+                    if stem.startswith("kernelbench_"):
+                        continue  # load_inline needs nvcc minutes per build; GPU suite only
+                    expect = ("runtime_error", "no_gpu")
+            else:
+                continue
+            out.append(dict(name=f"{task_stem}/{stem}", task=os.path.join(EX, task_rel),
+                            candidate=os.path.join(cdir, name), expect=expect, strict=True))
+    for name in sorted(os.listdir(TESTS)):
+        stem = name[:-3]
+        if stem in BY_NAME:
+            out.append(dict(name=f"tests/{stem}", task=os.path.join(EX, TASK_DIRS["tiny_relu"]),
+                            candidate=os.path.join(TESTS, name), expect=BY_NAME[stem],
+                            strict=True))
+    hdir = os.path.join(EX, "hacks")
+    for name in sorted(os.listdir(hdir)):
+        if not name.endswith(".py"):
+            continue
+        path = os.path.join(hdir, name)
+        expect = hack_expectation(path)
+        if expect is None:
+            continue
+        task = os.path.join(EX, "tasks", hack_task(path))
+        strict = True
+        if device == "cpu":
+            if not task.endswith("19_ReLU.py"):
+                continue  # no tiny stand-in for this task's signature
+            task = os.path.join(EX, TASK_DIRS["tiny_relu"])
+            strict = False
+        out.append(dict(name=f"hacks/{name[:-3]}", task=task, candidate=path, expect=expect,
+                        strict=strict))
+    return out
+
+
+def run(case, args):
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "result.json")
+        cmd = [args.eval, "--task", case["task"], "--candidate", case["candidate"],
+               "--device", args.device, "--json", out, "--correctness-timeout",
+               str(args.correctness_timeout), "--timing-timeout", str(args.timing_timeout)]
+        if args.cache_dir:
+            cmd += ["--cache-dir", args.cache_dir]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+        if proc.returncode != 0 or not os.path.exists(out):
+            return dict(verdict="<no result>", reason=proc.stderr[-2000:], rule="")
+        return json.load(open(out))
+
+
+def judge(case, result):
+    want_verdict, want_rule = case["expect"]
+    got_verdict, got_rule = result.get("verdict"), result.get("rule") or None
+    exact = got_verdict == want_verdict and (want_rule is None or got_rule == want_rule)
+    if case["strict"]:
+        return exact
+    # CPU mode, hacks written for a GPU task run against tiny_relu: whatever the trick, it must
+    # never come out ok (most cannot run their kernels at all without a GPU: rule no_gpu).
+    return exact or got_verdict not in ("ok", None, "<no result>")
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--eval", required=True)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--out", default="")
+    p.add_argument("--only", default="")
+    p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--cache-dir", default="")
+    p.add_argument("--correctness-timeout", type=float, default=20)
+    p.add_argument("--timing-timeout", type=float, default=30)
+    args = p.parse_args()
+    todo = [c for c in cases(args.device) if args.only in c["name"]]
+    if args.device != "cpu":
+        args.jobs = 1  # one timed evaluation per GPU at a time
+    log = open(args.out, "w") if args.out else None
+    passed = failed = 0
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        for case, result in zip(todo, pool.map(lambda c: run(c, args), todo)):
+            ok = judge(case, result)
+            passed += ok
+            failed += not ok
+            speed = result.get("speedup")
+            extra = f" speedup={speed:.3f}" if isinstance(speed, (int, float)) else ""
+            print(f"{'PASS' if ok else 'FAIL'} {case['name']}: got {result.get('verdict')}"
+                  f"/{result.get('rule') or '-'} want {case['expect'][0]}/{case['expect'][1] or '-'}"
+                  f"{extra}", flush=True)
+            if not ok:
+                print("    reason: " + str(result.get("reason", ""))[:600], flush=True)
+            if log:
+                log.write(json.dumps(dict(case=case["name"], expect=case["expect"],
+                                          passed=ok, result=result)) + "\n")
+    print(f"{passed} passed, {failed} failed")
+    sys.exit(1 if failed or not todo else 0)
+
+
+if __name__ == "__main__":
+    main()
