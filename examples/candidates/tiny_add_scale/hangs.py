@@ -1,0 +1,18 @@
+# kforge: dialect=kernelbench
+"""Host-only candidate for tasks/tiny/tiny_add_scale.py: pure PyTorch, runs on CPU and GPU.
+Task: tiny_add_scale ((a + b) * scale, scale = 2.0).
+Never returns: forward loops forever in pure Python (the engine must kill it at the stage's
+time limit).
+Expected verdict: timeout."""
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self, scale: float):
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, a, b):
+        while True:
+            pass

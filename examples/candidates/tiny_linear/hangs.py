@@ -1,0 +1,18 @@
+# kforge: dialect=kernelbench
+"""Host-only candidate for tasks/tiny/tiny_linear.py: pure PyTorch, runs on CPU and GPU.
+Task: tiny_linear (nn.Linear(64, 32) on randn(16, 64); uses the reference's weights).
+Never returns: forward loops forever in pure Python (the engine must kill it at the stage's
+time limit).
+Expected verdict: timeout."""
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self, in_features: int, out_features: int):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+
+    def forward(self, x):
+        while True:
+            pass
