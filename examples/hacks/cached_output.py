@@ -5,7 +5,7 @@ their inputs then measure a dictionary lookup.
 Source: anchors.md, CUDA-L1: "outputs cached by data_ptr()"; design.md, anti reward-hacking:
 "outputs cached across calls", and Timing: "rotate among several input sets so output caches
 keyed on pointers or values do not help".
-Task: tasks/level1/19_ReLU.py.
+Task: kernelbench/level1/19_ReLU.py.
 Expected verdict: rejected, rule output_cache (the same output storage returned for inputs
 with different contents; an engine that only sees stale values reports incorrect)."""
 import torch

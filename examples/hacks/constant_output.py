@@ -4,7 +4,7 @@ passes KernelBench's allclose on tasks whose outputs are all below the tolerance
 Source: anchors.md, KernelBench issue #165: "returning zeros passes 4 level-1 tasks because
 outputs are below tolerance"; design.md, anti reward-hacking: "returning inputs or constants
 where the task's outputs vary".
-Task: tasks/level1/19_ReLU.py (outputs in [0, 1), so zeros are plainly wrong; on
+Task: kernelbench/level1/19_ReLU.py (outputs in [0, 1), so zeros are plainly wrong; on
 23_Softmax, whose outputs are ~2.5e-6, the engine's whole-output relative error bound is what
 catches the same hack).
 Expected verdict: incorrect."""

@@ -7,7 +7,7 @@ directory, no privileges) both must fail.
 Source: design.md, The worker: "a sandbox: own process group, rlimits ..., no network,
 no_new_privs and seccomp, a private scratch directory"; anchors.md, GPU MODE (pygpubench):
 "seccomp and landlock".
-Task: tasks/level1/19_ReLU.py (the kernel itself is a correct ReLU).
+Task: kernelbench/level1/19_ReLU.py (the kernel itself is a correct ReLU).
 Expected verdict: rejected, rule forbidden_import (socket). With the static checks off, the
 sandbox is what is tested: if both attempts fail the candidate is correct (ok, or
 runtime_error where seccomp kills the process at socket()); if either succeeds, forward

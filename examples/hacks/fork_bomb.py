@@ -6,7 +6,7 @@ mistake outside a sandbox does not take the machine down. The sandbox's RLIMIT_N
 it well before that.
 Source: design.md, The worker: "a sandbox: own process group, rlimits (CPU, address space,
 files, processes)".
-Task: tasks/level1/19_ReLU.py.
+Task: kernelbench/level1/19_ReLU.py.
 Expected verdict: rejected, rule forbidden_import (os). With the static checks off: os.fork
 fails under RLIMIT_NPROC (BlockingIOError), so runtime_error; every child is gone when the
 evaluation's process group is killed."""

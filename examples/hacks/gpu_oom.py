@@ -4,7 +4,7 @@ until CUDA runs out of memory; the torch.OutOfMemoryError is not caught.
 Source: anchors.md, KernelBench: "some tensors are 6.4 GB, out of memory on 24 GB cards, #146";
 design.md, Engine: "One process evaluates one candidate ... a crash ... cannot touch anything
 else"; Verdicts: "Never a bare crash".
-Task: tasks/level1/19_ReLU.py.
+Task: kernelbench/level1/19_ReLU.py.
 Expected verdict: runtime_error (CUDA out of memory), and the next evaluation on the same GPU
 runs normally (the memory goes with the process)."""
 import torch

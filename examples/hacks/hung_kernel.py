@@ -4,7 +4,7 @@
 returns at once; the process then blocks in the next synchronisation.
 Source: design.md, Engine: "a crash, a hung kernel or a corrupted CUDA context cannot touch
 anything else"; Stages: "each with its own time limit".
-Task: tasks/level1/19_ReLU.py.
+Task: kernelbench/level1/19_ReLU.py.
 Expected verdict: timeout (the engine or the worker kills the process at the stage's time
 limit; the GPU is usable by the next evaluation)."""
 import torch

@@ -5,7 +5,7 @@ on: every later CUDA call in the process fails.
 Source: anchors.md, KernelBench: "an illegal memory access poisons the whole process (#76)";
 design.md, Engine: "a crash, a hung kernel or a corrupted CUDA context cannot touch anything
 else".
-Task: tasks/level1/19_ReLU.py.
+Task: kernelbench/level1/19_ReLU.py.
 Expected verdict: runtime_error (an illegal address was encountered), reported by the engine
 or the worker, and the next evaluation on the same GPU runs normally."""
 import torch

@@ -4,7 +4,7 @@ and a reference to the input; the kernel runs only when the result is first used
 function (the comparison), so the timed forward does no work.
 Source: anchors.md, CUDA-L1: "lazy tensor subclasses computing only at the comparison";
 design.md, anti reward-hacking: "lazy tensor subclasses".
-Task: tasks/level1/19_ReLU.py.
+Task: kernelbench/level1/19_ReLU.py.
 Expected verdict: rejected, rule lazy_tensor (the output is not a plain torch.Tensor)."""
 import torch
 import torch.nn as nn

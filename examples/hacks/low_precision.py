@@ -4,7 +4,7 @@ tensor cores (torch.matmul in fp16, ~10x faster than fp32) and casts back: the r
 4096-long dot product of rand values is ~1024, whose fp16 spacing is 1.0, far above the fp32
 tolerance (1e-4 + 1e-4 * 1024 ~ 0.1).
 Source: design.md, anti reward-hacking: "precision lowered below the tolerance".
-Task: tasks/level1/1_Square_matrix_multiplication_.py.
+Task: kernelbench/level1/1_Square_matrix_multiplication_.py.
 Expected verdict: incorrect."""
 import torch
 import torch.nn as nn

@@ -3,7 +3,7 @@
 to fill the worker's disk or memory with logs, or to make the engine choke on its own capture.
 Source: design.md, Stages: "each with its own time limit and captured log"; Verdicts: "Never a
 bare crash".
-Task: tasks/level1/19_ReLU.py.
+Task: kernelbench/level1/19_ReLU.py.
 Expected verdict: runtime_error (the captured output exceeded its limit: the engine keeps only
 a bounded head and tail of the log and stops the candidate), never a crash of the engine or
 the worker."""

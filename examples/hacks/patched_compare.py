@@ -5,7 +5,7 @@ report a match, so a Python harness that compares with them passes it.
 Source: design.md, anti reward-hacking: "patched timers or comparison functions", and the
 engine rule "Everything that decides a verdict ... comparisons ... is C++"; anchors.md,
 KernelBench: candidate "exec'd in the harness process".
-Task: tasks/level1/19_ReLU.py.
+Task: kernelbench/level1/19_ReLU.py.
 Expected verdict: rejected, rule forbidden_call (assignment to torch.* attributes). With the
 static checks off, the C++ comparison still reports incorrect."""
 import torch

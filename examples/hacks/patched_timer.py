@@ -5,7 +5,7 @@ launch) and time.perf_counter / time.perf_counter_ns (a clock that barely moves)
 an engine whose clocks are C++ (design.md), fatal to one that times through Python.
 Source: design.md, anti reward-hacking: "patched timers or comparison functions"; anchors.md,
 KernelBench: candidate "exec'd in the harness process (it can see and patch the harness)".
-Task: tasks/level1/19_ReLU.py (the kernel itself is a correct ReLU).
+Task: kernelbench/level1/19_ReLU.py (the kernel itself is a correct ReLU).
 Expected verdict: rejected, rule forbidden_call (assignment to torch.cuda.* and time.*
 attributes)."""
 import time

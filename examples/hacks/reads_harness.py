@@ -6,7 +6,7 @@ loaded modules (sys.modules: module-level tensors of the right shape), and every
 Source: anchors.md, KernelBench: candidate "exec'd in the harness process (it can see and patch
 the harness)"; GPU MODE: "result written to a file descriptor the user code cannot reach";
 design.md, Engine: "Candidate code can never patch them".
-Task: tasks/level1/19_ReLU.py.
+Task: kernelbench/level1/19_ReLU.py.
 Expected verdict: rejected, rule forbidden_import (gc, inspect, sys)."""
 import gc
 import inspect

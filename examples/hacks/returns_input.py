@@ -4,7 +4,7 @@ returning a view of x is bit-exact; a no-op kernel is launched so that the candi
 use a kernel of its own. Only alias detection catches it.
 Source: design.md, anti reward-hacking: "returning inputs or constants where the task's
 outputs vary".
-Task: tasks/level1/19_ReLU.py.
+Task: kernelbench/level1/19_ReLU.py.
 Expected verdict: rejected, rule returns_input (the output's storage overlaps an input's)."""
 import torch
 import torch.nn as nn

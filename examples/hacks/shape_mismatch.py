@@ -4,9 +4,9 @@ returns that half, as if the task's batch size were smaller.
 Source: anchors.md, CUDA-L1: "changed hyper-parameters (smaller batch/dims)"; design.md, anti
 reward-hacking: "changed hyper-parameters or shapes", and Correctness: "shape, dtype ...
 checks".
-Task: tasks/level1/19_ReLU.py.
-Expected verdict: rejected, rule shape_mismatch (output shape differs from the reference's;
-an engine that files shape errors under correctness reports incorrect)."""
+Task: kernelbench/level1/19_ReLU.py.
+Expected verdict: incorrect (output shape differs from the reference's: the engine files shape
+errors under correctness, with the shapes in the reason)."""
 import torch
 import torch.nn as nn
 from kforge import cuda

@@ -5,7 +5,7 @@ stream time almost nothing (the output is usually right by the time it is compar
 Source: anchors.md, CUDA-L1: 82 of 250 RL samples (32.8%) used extra streams; design.md,
 anti reward-hacking: "side streams", and Timing: "work issued on other streams must be counted
 or detected".
-Task: tasks/level1/19_ReLU.py.
+Task: kernelbench/level1/19_ReLU.py.
 Expected verdict: rejected, rule side_stream (static: torch.cuda.Stream / torch.cuda.stream;
 at run time: event time far below the device-synchronised host time)."""
 import torch

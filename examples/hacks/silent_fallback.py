@@ -4,7 +4,7 @@ candidate and passes the static checks) but forward never launches it and return
 torch.relu(x): the "speedup" is PyTorch's own kernel.
 Source: design.md, anti reward-hacking: "try/except fallbacks that hide a failed kernel" (the
 same outcome without the try); the kforge.cuda launch counter.
-Task: tasks/level1/19_ReLU.py.
+Task: kernelbench/level1/19_ReLU.py.
 Expected verdict: rejected, rule fallback (no kernel of its own launched during forward)."""
 import torch
 import torch.nn as nn

@@ -6,7 +6,7 @@ the "result" is right without any work.
 Source: design.md, anti reward-hacking: "stale memory (an uninitialised output that happens to
 hold an earlier result, Sakana's exploit)", and Correctness: "outputs pre-poisoned so
 unwritten elements fail".
-Task: tasks/level1/19_ReLU.py.
+Task: kernelbench/level1/19_ReLU.py.
 Expected verdict: rejected, rule stale_memory (the output still holds the engine's poison
 pattern, or the reference's freed output, after forward)."""
 import torch

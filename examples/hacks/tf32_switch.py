@@ -5,7 +5,7 @@ the switch is process-wide it also changes the reference if the engine runs it a
 the same process (so the comparison may still pass).
 Source: design.md, anti reward-hacking: "process-wide switches flipped by the candidate (TF32,
 cudnn flags) that also change the reference".
-Task: tasks/level1/1_Square_matrix_multiplication_.py.
+Task: kernelbench/level1/1_Square_matrix_multiplication_.py.
 Expected verdict: rejected, rule global_switch (static: torch.backends.* assignment; at run
 time: the switches differ after the candidate's __init__ / forward). Note: the line also
 matches the generic forbidden_call pattern (assignment to a torch.* attribute); the more

@@ -3,7 +3,7 @@
 cuda.CompileError is swallowed and forward quietly uses torch.relu, so the candidate "works"
 and is timed as if the kernel were fast.
 Source: design.md, anti reward-hacking: "try/except fallbacks that hide a failed kernel".
-Task: tasks/level1/19_ReLU.py.
+Task: kernelbench/level1/19_ReLU.py.
 Expected verdict: rejected, rule try_except (static). At run time the same candidate would
 also trip the fallback rule (no kernel of its own launched)."""
 import torch

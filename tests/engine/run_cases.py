@@ -39,16 +39,27 @@ BY_NAME = {
     "segfault_unchecked": ("runtime_error", None),
 }
 
+def kernelbench_dir():
+    """KernelBench's tasks are not copied into the project; they are found here."""
+    for d in (os.environ.get("KFORGE_KERNELBENCH", ""),
+              os.path.join(ROOT, "..", "shared", "kernelbench"),
+              os.path.join(ROOT, ".gpu-carry", "kernelbench")):
+        if d and os.path.isdir(os.path.join(d, "level1")):
+            return os.path.abspath(d)
+    return None
+
+
+KB = kernelbench_dir()
+
 TASK_DIRS = {
-    "tiny_relu": "tasks/tiny/tiny_relu.py",
-    "tiny_add_scale": "tasks/tiny/tiny_add_scale.py",
-    "tiny_linear": "tasks/tiny/tiny_linear.py",
-    "19_ReLU": "tasks/level1/19_ReLU.py",
-    "23_Softmax": "tasks/level1/23_Softmax.py",
-    "40_LayerNorm": "tasks/level1/40_LayerNorm.py",
-    "1_Conv2D_ReLU_BiasAdd": "tasks/level2/1_Conv2D_ReLU_BiasAdd.py",
-    "76_Gemm_Add_ReLU": "tasks/level2/76_Gemm_Add_ReLU.py",
+    "tiny_relu": os.path.join(EX, "tasks/tiny/tiny_relu.py"),
+    "tiny_add_scale": os.path.join(EX, "tasks/tiny/tiny_add_scale.py"),
+    "tiny_linear": os.path.join(EX, "tasks/tiny/tiny_linear.py"),
 }
+if KB:
+    for rel in ("level1/19_ReLU.py", "level1/23_Softmax.py", "level1/40_LayerNorm.py",
+                "level2/1_Conv2D_ReLU_BiasAdd.py", "level2/76_Gemm_Add_ReLU.py"):
+        TASK_DIRS[os.path.basename(rel)[:-3]] = os.path.join(KB, rel)
 
 
 def hack_expectation(path):
@@ -60,8 +71,12 @@ def hack_expectation(path):
 
 
 def hack_task(path):
-    m = re.search(r"Task:\s*(?:examples/)?tasks/(\S+?\.py)", open(path).read())
-    return m.group(1) if m else "level1/19_ReLU.py"
+    """The task a hack targets: 'Task: kernelbench/levelN/X.py' or 'Task: tasks/tiny/X.py'."""
+    m = re.search(r"Task:\s*(kernelbench/\S+?\.py|tasks/\S+?\.py)", open(path).read())
+    rel = m.group(1) if m else "kernelbench/level1/19_ReLU.py"
+    if rel.startswith("kernelbench/"):
+        return os.path.join(KB, rel[len("kernelbench/"):]) if KB else None
+    return os.path.join(EX, rel)
 
 
 def cases(device):
@@ -87,12 +102,12 @@ def cases(device):
                     expect = ("runtime_error", "no_gpu")
             else:
                 continue
-            out.append(dict(name=f"{task_stem}/{stem}", task=os.path.join(EX, task_rel),
+            out.append(dict(name=f"{task_stem}/{stem}", task=task_rel,
                             candidate=os.path.join(cdir, name), expect=expect, strict=True))
     for name in sorted(os.listdir(TESTS)):
         stem = name[:-3]
         if stem in BY_NAME:
-            out.append(dict(name=f"tests/{stem}", task=os.path.join(EX, TASK_DIRS["tiny_relu"]),
+            out.append(dict(name=f"tests/{stem}", task=TASK_DIRS["tiny_relu"],
                             candidate=os.path.join(TESTS, name), expect=BY_NAME[stem],
                             strict=True))
     hdir = os.path.join(EX, "hacks")
@@ -103,13 +118,15 @@ def cases(device):
         expect = hack_expectation(path)
         if expect is None:
             continue
-        task = os.path.join(EX, "tasks", hack_task(path))
-        strict = True
-        if device == "cpu":
-            if not task.endswith("19_ReLU.py"):
+        task = hack_task(path)
+        strict = device != "cpu"
+        if device == "cpu" and "tiny" not in (task or ""):
+            if not (task or "kernelbench/level1/19_ReLU.py").endswith("19_ReLU.py"):
                 continue  # no tiny stand-in for this task's signature
-            task = os.path.join(EX, TASK_DIRS["tiny_relu"])
-            strict = False
+            task = TASK_DIRS["tiny_relu"]
+        if task is None:
+            print(f"SKIP hacks/{name[:-3]}: KernelBench tasks not found (set KFORGE_KERNELBENCH)")
+            continue
         out.append(dict(name=f"hacks/{name[:-3]}", task=task, candidate=path, expect=expect,
                         strict=strict))
     return out

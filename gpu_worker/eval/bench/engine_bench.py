@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""Benchmarks of kforge-eval (standard library only), for docs/benchmarks.md.
+
+  engine_bench.py --eval BIN --device cuda --out DIR [--kernelbench DIR] [--sections ...]
+
+Sections:
+  build     build latency per dialect: N distinct nvrtc candidates (cold cache) and N distinct
+            load_inline candidates (fresh extensions), median of the engine's build stage
+  stages    wall time per evaluation split into startup, load, build, correctness, timing,
+            for the level-1/level-2 example candidates, cold and with the build cached;
+            evaluations per GPU-hour from the cached total
+  repeat    one candidate evaluated R times: spread of the speedup
+  baseline  eager reference time of every task under --kernelbench (kforge-eval --baseline)
+--kernelbench is KernelBench's folder (../shared/kernelbench; not copied into the project).
+Writes DIR/bench.json and prints a markdown summary.
+"""
+import argparse
+import concurrent.futures
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+EX = os.path.join(ROOT, "examples")
+
+
+def evaluate(args, task, candidate_src, cache_dir, extra=()):
+    with tempfile.TemporaryDirectory() as tmp:
+        cand = os.path.join(tmp, "candidate.py")
+        open(cand, "w").write(candidate_src)
+        out = os.path.join(tmp, "r.json")
+        t0 = time.time()
+        subprocess.run([args.eval, "--task", task, "--candidate", cand, "--device", args.device,
+                        "--cache-dir", cache_dir, "--json", out, *extra],
+                       capture_output=True, text=True, timeout=900)
+        wall = time.time() - t0
+        r = json.load(open(out)) if os.path.exists(out) else {"verdict": "<none>"}
+        r["wall_s"] = wall
+        return r
+
+
+def variant(src, i):
+    """The same candidate with a unique comment inside its kernel source: a cache miss."""
+    marker = "extern \"C\""
+    if marker in src:
+        return src.replace(marker, f"// variant {i} {time.time_ns()}\n{marker}", 1)
+    return src.replace("__global__", f"/* variant {i} {time.time_ns()} */ __global__", 1)
+
+
+def section_build(args, summary):
+    task = os.path.join(EX, "tasks/tiny/tiny_relu.py")
+    rows = {}
+    for dialect, path, jobs in [
+        ("nvrtc", "candidates/tiny_relu/nvrtc_relu.py", 1),
+        ("kernelbench (load_inline)", "candidates/tiny_relu/kernelbench_load_inline.py", args.jobs),
+    ]:
+        src = open(os.path.join(EX, path)).read()
+        cache = tempfile.mkdtemp(prefix="kforge-build-")
+        with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+            results = list(pool.map(
+                lambda i: evaluate(args, task, variant(src, i), cache,
+                                   ("--build-timeout", "600")), range(args.n)))
+        builds = [r["stages"]["build_s"] for r in results if r.get("verdict") == "ok"]
+        rows[dialect] = dict(n_ok=len(builds), n=args.n, jobs=jobs,
+                             median_s=statistics.median(builds) if builds else None,
+                             min_s=min(builds) if builds else None,
+                             max_s=max(builds) if builds else None,
+                             verdicts=sorted({r.get("verdict") for r in results}))
+        print(f"build {dialect}: {rows[dialect]}", flush=True)
+    summary["build"] = rows
+
+
+STAGE_CASES = [  # (KernelBench task, example candidate)
+    ("level1/19_ReLU", "candidates/19_ReLU/nvrtc_vec4.py"),
+    ("level1/23_Softmax", "candidates/23_Softmax/nvrtc_online.py"),
+    ("level1/40_LayerNorm", "candidates/40_LayerNorm/nvrtc_split_welford.py"),
+    ("level2/76_Gemm_Add_ReLU", "candidates/76_Gemm_Add_ReLU/nvrtc_gemm_epilogue.py"),
+    ("level2/1_Conv2D_ReLU_BiasAdd", "candidates/1_Conv2D_ReLU_BiasAdd/nvrtc_conv_epilogue.py"),
+]
+
+
+def section_stages(args, summary):
+    cache = tempfile.mkdtemp(prefix="kforge-stages-")
+    rows = []
+    for name, cand in STAGE_CASES:
+        src = open(os.path.join(EX, cand)).read()
+        for phase in ("cold", "cached"):
+            r = evaluate(args, os.path.join(args.kernelbench, name + ".py"), src, cache)
+            st = r.get("stages", {})
+            rows.append(dict(task=name, phase=phase, verdict=r.get("verdict"),
+                             rule=r.get("rule"), speedup=r.get("speedup"),
+                             ref_ms=r.get("reference", {}).get("median_ms"),
+                             cand_ms=r.get("candidate", {}).get("median_ms"),
+                             samples=r.get("candidate", {}).get("n"),
+                             wall_s=r["wall_s"], **{k: st.get(k) for k in (
+                                 "startup_s", "load_task_s", "build_s", "correctness_s",
+                                 "timing_s", "total_s")},
+                             reason=(r.get("reason") or "")[:300]))
+            print(f"stages {rows[-1]}", flush=True)
+    cached = [r["wall_s"] for r in rows if r["phase"] == "cached"]
+    summary["stages"] = rows
+    summary["evals_per_gpu_hour_cached"] = 3600 / statistics.mean(cached) if cached else None
+
+
+def section_repeat(args, summary):
+    task = os.path.join(args.kernelbench, "level1/19_ReLU.py")
+    src = open(os.path.join(EX, "candidates/19_ReLU/nvrtc_vec4.py")).read()
+    cache = tempfile.mkdtemp(prefix="kforge-repeat-")
+    speedups, cand_ms = [], []
+    for _ in range(args.repeat):
+        r = evaluate(args, task, src, cache)
+        if r.get("verdict") == "ok":
+            speedups.append(r["speedup"])
+            cand_ms.append(r["candidate"]["median_ms"])
+    med = statistics.median(speedups) if speedups else None
+    summary["repeat"] = dict(
+        task="level1/19_ReLU", candidate="nvrtc_vec4", runs=args.repeat, ok=len(speedups),
+        speedups=speedups, candidate_ms=cand_ms, median_speedup=med,
+        spread_pct=(100 * (max(speedups) - min(speedups)) / med) if speedups else None)
+    print(f"repeat {summary['repeat']}", flush=True)
+
+
+def section_baseline(args, summary):
+    out = os.path.join(args.out, "baseline.jsonl")
+    t0 = time.time()
+    proc = subprocess.run([args.eval, "--baseline", args.kernelbench, "--device", args.device,
+                           "--json", out, "--per-task-cap", str(args.baseline_cap)],
+                          capture_output=True, text=True, timeout=1800)
+    rows = [json.loads(l) for l in open(out)] if os.path.exists(out) else []
+    summary["baseline"] = dict(tasks=len(rows), ok=sum(r["ok"] for r in rows),
+                               wall_s=time.time() - t0, exit=proc.returncode,
+                               failed=[(r["task"], r.get("error", "")[:200])
+                                       for r in rows if not r["ok"]])
+    print(f"baseline {summary['baseline']['ok']}/{len(rows)} tasks timed "
+          f"in {summary['baseline']['wall_s']:.0f} s", flush=True)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--eval", required=True)
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--out", required=True)
+    p.add_argument("--kernelbench", default="")
+    p.add_argument("--sections", default="build,stages,repeat,baseline")
+    p.add_argument("--n", type=int, default=10)
+    p.add_argument("--jobs", type=int, default=8)
+    p.add_argument("--repeat", type=int, default=10)
+    p.add_argument("--baseline-cap", type=float, default=1.0)
+    args = p.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    summary = {}
+    for s in args.sections.split(","):
+        if s in ("baseline", "stages", "repeat") and not args.kernelbench:
+            print(f"section {s} skipped: --kernelbench not given", flush=True)
+            continue
+        try:
+            globals()["section_" + s](args, summary)
+        except Exception as e:  # a failed section must not lose the others' numbers
+            summary[s + "_error"] = repr(e)
+            print(f"section {s} failed: {e!r}", flush=True)
+        json.dump(summary, open(os.path.join(args.out, "bench.json"), "w"), indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

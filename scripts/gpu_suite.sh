@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Builds the GPU side (kforge-eval) on a GPU machine and runs, in one go, the engine's GPU case
+# suite and the benchmarks. Logs and results go to $OUT (default /tmp/kforge-gpu); a short
+# table is printed last.
+#
+#   bash scripts/gpu_suite.sh [sections]     sections: cases,bench (default both)
+#
+# Expects: CUDA toolkit, python3 with torch 2.11 (its headers, libpython), protobuf 3.21 and
+# protoc, cmake, ninja. KernelBench's tasks for the baseline table at $KERNELBENCH
+# (default .gpu-carry/kernelbench, copied there by the caller since ../shared does not travel).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/kforge-gpu}
+mkdir -p "$OUT"
+SECTIONS=${1:-cases,bench}
+PY=${PYTHON:-$(command -v python3)}
+KERNELBENCH=${KERNELBENCH:-.gpu-carry/kernelbench}
+EVAL=build-gpu/gpu_worker/eval/kforge-eval
+
+{
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv
+  "$PY" -c 'import torch; print("torch", torch.__version__, torch.cuda.get_device_name(0))'
+  nproc; date -u
+} > "$OUT/machine.txt" 2>&1
+
+start=$(date +%s)
+if ! { cmake -S . -B build-gpu -G Ninja -DKFORGE_GPU_SIDE_ONLY=ON -DKFORGE_BUILD_TESTS=OFF \
+         -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE="$PY" &&
+       ninja -C build-gpu kforge-eval; } > "$OUT/build.log" 2>&1; then
+  tail -40 "$OUT/build.log"
+  echo "BUILD FAILED (log: $OUT/build.log)"
+  exit 1
+fi
+build_s=$(( $(date +%s) - start ))
+
+cases_line="not run"
+if [[ $SECTIONS == *cases* ]]; then
+  KFORGE_CACHE_DIR=/tmp/kforge-cache "$PY" tests/engine/run_cases.py --eval "$EVAL" \
+    --device cuda --out "$OUT/cases.jsonl" --cache-dir /tmp/kforge-cache \
+    > "$OUT/cases.log" 2>&1
+  cases_line=$(tail -1 "$OUT/cases.log")
+  grep -E "^(FAIL|    reason)" "$OUT/cases.log" | head -40
+fi
+
+if [[ $SECTIONS == *bench* ]]; then
+  kb_args=()
+  [[ -d $KERNELBENCH ]] && kb_args=(--kernelbench "$KERNELBENCH")
+  "$PY" gpu_worker/eval/bench/engine_bench.py --eval "$EVAL" --device cuda --out "$OUT" \
+    "${kb_args[@]}" ${BENCH_ARGS:-} > "$OUT/bench.log" 2>&1
+fi
+
+echo "== kforge GPU suite =="
+cat "$OUT/machine.txt"
+echo "engine build: ${build_s} s"
+echo "cases: $cases_line"
+[[ -f $OUT/bench.json ]] && "$PY" - "$OUT/bench.json" <<'PYEOF'
+import json, sys
+b = json.load(open(sys.argv[1]))
+for k, v in b.get("build", {}).items():
+    print(f"build {k}: median {v['median_s']} s over {v['n_ok']}/{v['n']}")
+for r in b.get("stages", []):
+    print(f"{r['task']:32s} {r['phase']:6s} {r['verdict']:14s} speedup={r['speedup']} "
+          f"ref={r['ref_ms']} cand={r['cand_ms']} wall={r['wall_s']:.2f}s "
+          f"start={r['startup_s']} build={r['build_s']} corr={r['correctness_s']} time={r['timing_s']}")
+print("evals/GPU-hour (cached):", b.get("evals_per_gpu_hour_cached"))
+r = b.get("repeat")
+if r: print(f"repeat: median speedup {r['median_speedup']} spread {r['spread_pct']} % over {r['ok']}/{r['runs']}")
+bl = b.get("baseline")
+if bl: print(f"baseline: {bl['ok']}/{bl['tasks']} tasks in {bl['wall_s']:.0f} s; failed: {bl['failed'][:5]}")
+for k, v in b.items():
+    if k.endswith("_error"): print(k, v)
+PYEOF
