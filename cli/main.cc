@@ -19,6 +19,10 @@
 ABSL_FLAG(std::string, coordinator, "localhost:50051", "coordinator gRPC address");
 ABSL_FLAG(std::string, name, "", "task name (task add); default: the file name");
 ABSL_FLAG(double, timeout_s, 10, "RPC deadline in seconds");
+ABSL_FLAG(std::string, task, "", "eval: a task id, or a KernelBench file to submit first");
+ABSL_FLAG(std::string, gpu, "any", "eval: comma-separated GPU types to evaluate on");
+ABSL_FLAG(std::string, batch, "", "eval: re-attach to this batch instead of submitting");
+ABSL_FLAG(int, priority, 0, "eval: higher runs first");
 
 namespace kforge {
 namespace {
@@ -32,6 +36,8 @@ const char kUsage[] =
     "  kforge health ADDRESS\n"
     "  kforge task add FILE [--name NAME]\n"
     "  kforge workers\n"
+    "  kforge eval --task ID|FILE [--gpu TYPE[,TYPE]] CANDIDATE...\n"
+    "  kforge eval --batch BATCH_ID          (re-attach to a batch's results)\n"
     "Flags may also come from the environment (KFORGE_COORDINATOR, ...).";
 
 void SetDeadline(grpc::ClientContext& ctx) {
@@ -109,6 +115,100 @@ int Workers() {
   return 0;
 }
 
+bool ReadFile(const std::string& path, std::string* out) {
+  std::ifstream in(path);
+  if (!in) return false;
+  std::stringstream buf;
+  buf << in.rdbuf();
+  *out = buf.str();
+  return true;
+}
+
+std::string VerdictWord(v1::Verdict v) {
+  std::string name = v1::Verdict_Name(v);
+  std::string out = name.substr(name.find('_') + 1);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Streams a batch's results: one line per evaluation, a summary at the end.
+int Eval(const std::vector<std::string>& candidates) {
+  v1::EvaluateBatchRequest req;
+  req.set_batch_id(absl::GetFlag(FLAGS_batch));
+  if (req.batch_id().empty()) {
+    std::string task = absl::GetFlag(FLAGS_task);
+    if (task.empty() || candidates.empty()) {
+      std::fprintf(stderr, "kforge eval: --task and at least one candidate file are needed\n");
+      return kExitUsage;
+    }
+    std::string source;
+    if (ReadFile(task, &source)) {  // a file: submit it, use its id
+      v1::SubmitTaskRequest sub;
+      std::string name = task.substr(task.find_last_of('/') + 1);
+      sub.set_name(name.size() > 3 ? name.substr(0, name.size() - 3) : name);
+      sub.set_source(source);
+      grpc::ClientContext ctx;
+      SetDeadline(ctx);
+      v1::SubmitTaskResponse resp;
+      grpc::Status s = JobStub()->SubmitTask(&ctx, sub, &resp);
+      if (!s.ok()) return Fail(s);
+      task = resp.task_id();
+    }
+    req.set_task_id(task);
+    for (const std::string& path : candidates) {
+      v1::CandidateSpec* c = req.add_candidates();
+      if (!ReadFile(path, c->mutable_source())) {
+        std::fprintf(stderr, "kforge: cannot read %s\n", path.c_str());
+        return kExitUsage;
+      }
+      c->set_client_ref(path);
+    }
+    std::stringstream types(absl::GetFlag(FLAGS_gpu));
+    std::string t;
+    while (std::getline(types, t, ',')) {
+      if (!t.empty()) req.add_gpu_types(t);
+    }
+    req.set_priority(static_cast<uint32_t>(absl::GetFlag(FLAGS_priority)));
+  }
+  grpc::ClientContext ctx;  // no deadline: a batch takes as long as its evaluations
+  auto stub = JobStub();
+  auto reader = stub->EvaluateBatch(&ctx, req);
+  reader->WaitForInitialMetadata();
+  auto md = ctx.GetServerInitialMetadata();
+  auto it = md.find("kforge-batch-id");
+  if (it != md.end()) {
+    std::fprintf(stderr, "batch %.*s (re-attach: kforge eval --batch %.*s)\n",
+                 static_cast<int>(it->second.size()), it->second.data(),
+                 static_cast<int>(it->second.size()), it->second.data());
+  }
+  int total = req.candidates_size() * req.gpu_types_size();
+  int n = 0, ok = 0;
+  v1::EvaluationRecord rec;
+  std::printf("%-8s %-40s %-10s %-14s %9s %11s %11s  %s\n", "PROGRESS", "CANDIDATE", "GPU",
+              "VERDICT", "SPEEDUP", "REF_MS", "CAND_MS", "REASON");
+  while (reader->Read(&rec)) {
+    ++n;
+    const v1::EvalResult& r = rec.result();
+    ok += r.verdict() == v1::VERDICT_OK;
+    std::string ref = rec.client_ref().empty() ? rec.candidate_id().substr(0, 12) : rec.client_ref();
+    if (ref.size() > 40) ref = "..." + ref.substr(ref.size() - 37);
+    std::string progress = total > 0 ? std::to_string(n) + "/" + std::to_string(total)
+                                     : std::to_string(n);
+    std::string reason = r.reason().substr(0, 100);
+    for (char& c : reason) c = c == '\n' ? ' ' : c;
+    std::printf("%-8s %-40s %-10s %-14s %9s %11.4f %11.4f  %s\n", progress.c_str(), ref.c_str(),
+                rec.gpu_type().c_str(),
+                VerdictWord(r.verdict()).c_str(),
+                r.has_speedup() ? std::to_string(r.speedup()).substr(0, 7).c_str() : "-",
+                r.reference().median_ms(), r.candidate().median_ms(), reason.c_str());
+    std::fflush(stdout);
+  }
+  grpc::Status s = reader->Finish();
+  if (!s.ok()) return Fail(s);
+  std::printf("%d evaluations, %d ok\n", n, ok);
+  return 0;
+}
+
 int Main(const std::vector<std::string>& args) {
   auto usage = [] {
     std::fprintf(stderr, "%s\n", kUsage);
@@ -119,6 +219,7 @@ int Main(const std::vector<std::string>& args) {
   if (cmd == "health" && args.size() == 3) return Health(args[2]);
   if (cmd == "task" && args.size() == 4 && args[2] == "add") return TaskAdd(args[3]);
   if (cmd == "workers" && args.size() == 2) return Workers();
+  if (cmd == "eval") return Eval({args.begin() + 2, args.end()});
   return usage();
 }
 

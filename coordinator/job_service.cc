@@ -1,6 +1,10 @@
 #include "coordinator/job_service.h"
 
 #include "common/base/log.h"
+#include <set>
+
+#include "common/dialect.h"
+#include "common/result_json.h"
 #include "common/service.h"
 #include "coordinator/task_validation.h"
 #include "google/protobuf/util/json_util.h"
@@ -48,6 +52,83 @@ grpc::Status JobServiceImpl::ListWorkers(grpc::ServerContext*, const v1::ListWor
     info->set_leases_held(w.leases_held);
   }
   return grpc::Status::OK;
+}
+
+namespace {
+
+grpc::Status Invalid(const std::string& why) {
+  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, why);
+}
+
+}  // namespace
+
+grpc::Status JobServiceImpl::EvaluateBatch(grpc::ServerContext* ctx,
+                                           const v1::EvaluateBatchRequest* req,
+                                           grpc::ServerWriter<v1::EvaluationRecord>* writer) {
+  std::string batch_id = req->batch_id();
+  if (batch_id.empty()) {
+    if (req->task_id().empty()) return Invalid("task_id is required");
+    if (req->candidates_size() == 0) return Invalid("candidates must not be empty");
+    if (req->candidates_size() > limits_.max_candidates_per_batch) {
+      return Invalid("at most " + std::to_string(limits_.max_candidates_per_batch) +
+                     " candidates per batch");
+    }
+    if (req->gpu_types_size() == 0) return Invalid("gpu_types must name at least one type (or \"any\")");
+    BatchSpec spec;
+    spec.task_id = req->task_id();
+    spec.priority = static_cast<int>(req->priority());
+    for (const auto& g : req->gpu_types()) {
+      if (g.empty() || g.size() > 64) return Invalid("gpu_types entries must be 1..64 characters");
+      spec.gpu_types.push_back(g);
+    }
+    for (int i = 0; i < req->candidates_size(); ++i) {
+      const auto& c = req->candidates(i);
+      if (c.source().empty()) return Invalid("candidate " + std::to_string(i) + " has no source");
+      if (c.source().size() > limits_.max_candidate_bytes) {
+        return Invalid("candidate " + std::to_string(i) + " is larger than " +
+                       std::to_string(limits_.max_candidate_bytes) + " bytes");
+      }
+      spec.candidates.push_back({c.source(), DialectName(c.dialect() != v1::DIALECT_UNSPECIFIED ? c.dialect() : InferDialect(c.source())), c.client_ref()});
+    }
+    auto batch = queue_.Enqueue(spec, limits_.max_queue_depth);
+    if (!batch.ok()) return ToGrpcStatus(batch.status());
+    batch_id = batch->batch_id;
+    notifier_.Notify();
+    LogInfo("batch queued", {{"batch_id", batch_id},
+                             {"evaluations", std::to_string(batch->evaluations)}});
+  }
+  ctx->AddInitialMetadata("kforge-batch-id", batch_id);
+  writer->SendInitialMetadata();
+  std::set<int64_t> delivered;
+  while (!ctx->IsCancelled()) {
+    uint64_t seen = notifier_.generation();
+    auto progress = queue_.Progress(batch_id);
+    if (!progress.ok()) return ToGrpcStatus(progress.status());
+    auto done = queue_.FinishedExcept(batch_id, delivered);
+    if (!done.ok()) return ToGrpcStatus(done.status());
+    for (const StoredEvaluation& e : *done) {
+      v1::EvaluationRecord rec;
+      rec.set_evaluation_id(std::to_string(e.evaluation_id));
+      rec.set_candidate_id(e.candidate_id);
+      rec.set_task_id(e.task_id);
+      rec.set_gpu_type(e.gpu_type);
+      rec.set_worker_id(e.worker_id);
+      rec.set_client_ref(e.client_ref);
+      rec.set_batch_id(e.batch_id);
+      rec.set_attempts(static_cast<uint32_t>(e.attempts));
+      rec.set_finished_at(e.finished_at);
+      std::string error;
+      if (!ResultFromJson(e.result_json, rec.mutable_result(), &error)) {
+        rec.mutable_result()->set_reason("stored result unreadable: " + error);
+      }
+      if (!writer->Write(rec)) return grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
+      delivered.insert(e.evaluation_id);
+    }
+    // Everything counted done has been read once the reads after the count are drained.
+    if (progress->done == progress->total && done->empty()) return grpc::Status::OK;
+    if (done->empty()) notifier_.WaitChange(seen, absl::Seconds(limits_.poll_interval_s));
+  }
+  return grpc::Status(grpc::StatusCode::CANCELLED, "client cancelled");
 }
 
 }  // namespace kforge

@@ -8,7 +8,10 @@
 #include "common/pg.h"
 #include "common/service.h"
 #include "coordinator/job_service.h"
+#include "coordinator/notifier.h"
 #include "coordinator/pg_store.h"
+#include "coordinator/queue_store.h"
+#include "coordinator/reaper.h"
 #include "coordinator/worker_service.h"
 #include "migrations/migrator.h"
 
@@ -19,6 +22,9 @@ ABSL_FLAG(std::string, ready_file, "", "write bound ports here once serving");
 ABSL_FLAG(bool, migrate, true, "apply database migrations at startup");
 ABSL_FLAG(double, db_wait_s, 30, "how long to wait for the database at startup");
 ABSL_FLAG(int, db_pool_size, 16, "PostgreSQL connections");
+ABSL_FLAG(double, lease_timeout_s, 15, "a lease not heartbeated for this long is reclaimed");
+ABSL_FLAG(double, heartbeat_interval_s, 2, "how often workers heartbeat");
+ABSL_FLAG(int64_t, max_queue_depth, 100000, "EvaluateBatch answers RESOURCE_EXHAUSTED past this");
 
 namespace kforge {
 namespace {
@@ -52,21 +58,30 @@ int Run() {
 
   PgPool pool(absl::GetFlag(FLAGS_database_url), absl::GetFlag(FLAGS_db_pool_size));
   PgStore store(pool);
-  JobServiceImpl jobs(store);
-  WorkerServiceImpl workers(store, WorkerTimings{});
+  QueueStore queue(pool);
+  Notifier notifier;
 
   ServiceHost host({.name = "coordinator",
                     .grpc_address = absl::GetFlag(FLAGS_grpc_address),
                     .metrics_address = absl::GetFlag(FLAGS_metrics_address),
                     .ready_file = absl::GetFlag(FLAGS_ready_file)});
+  JobServiceImpl::Limits limits;
+  limits.max_queue_depth = absl::GetFlag(FLAGS_max_queue_depth);
+  JobServiceImpl jobs(store, queue, notifier, limits);
+  WorkerTimings timings;
+  timings.lease_timeout_s = absl::GetFlag(FLAGS_lease_timeout_s);
+  timings.heartbeat_interval_s = absl::GetFlag(FLAGS_heartbeat_interval_s);
+  WorkerServiceImpl workers(store, queue, notifier, host.metrics().registry(), timings);
   host.AddService(&jobs);
   host.AddService(&workers);
   if (absl::Status s = host.Start(); !s.ok()) {
     LogError("cannot start", {{"error", std::string(s.message())}});
     return 1;
   }
+  Reaper reaper(queue, notifier, host.metrics().registry(), /*interval_s=*/1.0);
   int sig = WaitForTerminationSignal();
   LogInfo("shutting down", {{"signal", std::to_string(sig)}});
+  reaper.Stop();
   host.Shutdown();
   return 0;
 }

@@ -26,6 +26,22 @@ absl::StatusOr<std::string> PgStore::RegisterWorker(const std::string& hostname,
   return r.Get(0, "worker_id");
 }
 
+absl::StatusOr<WorkerRow> PgStore::GetWorker(const std::string& worker_id) {
+  auto r = pool_.Exec("SELECT worker_id, hostname, gpu_type, slots FROM workers "
+                      "WHERE worker_id::text = $1",
+                      {worker_id});
+  if (!r.ok()) return r.status();
+  if (r->rows() == 0) {
+    return absl::NotFoundError("unknown worker " + worker_id + "; register again");
+  }
+  WorkerRow w;
+  w.worker_id = r->Get(0, "worker_id");
+  w.hostname = r->Get(0, "hostname");
+  w.gpu_type = r->Get(0, "gpu_type");
+  w.slots = static_cast<int>(r->GetInt(0, "slots"));
+  return w;
+}
+
 absl::StatusOr<std::vector<WorkerRow>> PgStore::ListWorkers(double alive_window_s) {
   ASSIGN_OR_RETURN(
       PgResult r,

@@ -39,6 +39,8 @@ class PgStore {
   absl::StatusOr<std::string> RegisterWorker(const std::string& hostname,
                                              const std::string& gpu_type, int slots,
                                              const std::string& facts_json);
+  // NOT_FOUND for an unknown id (the worker must register again).
+  absl::StatusOr<WorkerRow> GetWorker(const std::string& worker_id);
   // Workers that heartbeated within `alive_window_s`, and the others still marked active.
   absl::StatusOr<std::vector<WorkerRow>> ListWorkers(double alive_window_s);
 

@@ -1,30 +1,47 @@
-// gRPC adapter for kforge.v1.WorkerService: worker registration (the lease stream comes with
-// the distributed-evaluation work).
+// gRPC adapter for kforge.v1.WorkerService: registration, and one bidirectional stream per
+// worker. On the stream the worker says hello, then sends heartbeats (held leases, draining),
+// results and releases; the coordinator sends leases whenever the worker has free slots
+// (slots minus leases outstanding on this stream) and the queue has work of its GPU type.
 //
-// Thread-safety: called concurrently from gRPC's threads; PgStore is thread-safe.
+// Threading: per stream, the gRPC handler thread writes leases; a second thread reads the
+// worker's messages. Leases outlive the stream in PostgreSQL: a worker that reconnects can
+// still deliver results for them; otherwise they expire and are reclaimed.
 #ifndef KFORGE_COORDINATOR_WORKER_SERVICE_H_
 #define KFORGE_COORDINATOR_WORKER_SERVICE_H_
 
+#include "coordinator/notifier.h"
 #include "coordinator/pg_store.h"
+#include "coordinator/queue_store.h"
 #include "kforge/v1/worker.grpc.pb.h"
+#include "prometheus/counter.h"
+#include "prometheus/registry.h"
 
 namespace kforge {
 
 struct WorkerTimings {
   double heartbeat_interval_s = 2;
   double lease_timeout_s = 15;
+  double poll_interval_s = 0.1;  // how often an idle stream looks at the queue
 };
 
 class WorkerServiceImpl final : public v1::WorkerService::Service {
  public:
-  WorkerServiceImpl(PgStore& store, WorkerTimings timings) : store_(store), timings_(timings) {}
+  WorkerServiceImpl(PgStore& store, QueueStore& queue, Notifier& notifier,
+                    prometheus::Registry& metrics, WorkerTimings timings);
 
   grpc::Status Register(grpc::ServerContext* ctx, const v1::RegisterRequest* req,
                         v1::RegisterResponse* resp) override;
+  grpc::Status Connect(
+      grpc::ServerContext* ctx,
+      grpc::ServerReaderWriter<v1::CoordinatorMessage, v1::WorkerMessage>* stream) override;
 
  private:
   PgStore& store_;
+  QueueStore& queue_;
+  Notifier& notifier_;
   const WorkerTimings timings_;
+  prometheus::Family<prometheus::Counter>& results_;
+  prometheus::Family<prometheus::Counter>& leases_;
 };
 
 }  // namespace kforge

@@ -1,64 +1,79 @@
-// kforge-worker: registers with the coordinator and serves health and /metrics. The lease
-// stream and the sandboxed kforge-eval children come with the distributed-evaluation work.
+// kforge-worker: runs evaluations for the coordinator, one kforge-eval child per evaluation.
+#include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <chrono>
 #include <thread>
 
 #include "absl/flags/flag.h"
 #include "common/base/log.h"
 #include "common/config.h"
 #include "common/service.h"
-#include "kforge/v1/worker.grpc.pb.h"
+#include "gpu_worker/gpu_facts.h"
+#include "gpu_worker/worker.h"
 
 ABSL_FLAG(std::string, coordinator, "localhost:50051", "coordinator gRPC address");
 ABSL_FLAG(std::string, grpc_address, "0.0.0.0:50071", "where to serve health");
 ABSL_FLAG(std::string, metrics_address, "0.0.0.0:9466", "where to serve /metrics");
 ABSL_FLAG(std::string, ready_file, "", "write bound ports here once serving");
-ABSL_FLAG(std::string, gpu_type, "cpu", "scheduling type this worker serves (cpu: CPU mode)");
-ABSL_FLAG(int, slots, 1, "evaluations at once (CPU mode; one per GPU otherwise)");
+ABSL_FLAG(std::string, gpu_type, "auto",
+          "scheduling type this worker serves: auto (from nvidia-smi; cpu when there is no GPU), "
+          "cpu, or a name such as H200 (with --device cpu to emulate a pool in tests)");
+ABSL_FLAG(std::string, device, "auto", "auto, cuda or cpu: where the evaluations run");
+ABSL_FLAG(int, slots, 0, "evaluations at once (0: one per GPU, or 1 in CPU mode)");
+ABSL_FLAG(std::string, eval_binary, "", "kforge-eval (default: next to this binary)");
+ABSL_FLAG(std::string, cache_dir, "/tmp/kforge-cache", "build cache shared by the children");
+ABSL_FLAG(std::string, sandbox_user, "nobody",
+          "when running as root, evaluations run as this user; empty keeps root (weaker)");
 
 namespace kforge {
 namespace {
 
-std::string Hostname() {
-  char buf[256] = {0};
-  gethostname(buf, sizeof buf - 1);
-  return buf;
-}
-
-// Registers with exponential backoff until it succeeds or `stop` is set.
-void RegisterLoop(const std::atomic<bool>& stop) {
-  auto channel = grpc::CreateChannel(absl::GetFlag(FLAGS_coordinator),
-                                     grpc::InsecureChannelCredentials());
-  auto stub = v1::WorkerService::NewStub(channel);
-  v1::RegisterRequest req;
-  v1::WorkerFacts* f = req.mutable_facts();
-  f->set_hostname(Hostname());
-  f->set_gpu_type(absl::GetFlag(FLAGS_gpu_type));
-  f->set_gpu_name(absl::GetFlag(FLAGS_gpu_type));
-  f->set_slots(static_cast<uint32_t>(absl::GetFlag(FLAGS_slots)));
-  double backoff_s = 0.2;
-  while (!stop) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-    v1::RegisterResponse resp;
-    grpc::Status s = stub->Register(&ctx, req, &resp);
-    if (s.ok()) {
-      LogInfo("registered", {{"worker_id", resp.worker_id()}});
-      return;
-    }
-    LogWarning("registration failed; retrying",
-               {{"error", s.error_message()}, {"backoff_s", std::to_string(backoff_s)}});
-    for (double waited = 0; waited < backoff_s && !stop; waited += 0.05) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    backoff_s = std::min(backoff_s * 2, 10.0);
-  }
+std::string SiblingBinary(const char* name) {
+  char self[4096] = {0};
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  std::string dir = n > 0 ? std::string(self, static_cast<size_t>(n)) : "";
+  dir = dir.substr(0, dir.find_last_of('/'));
+  // Build tree: gpu_worker/kforge-worker and gpu_worker/eval/kforge-eval; installed: same dir.
+  std::string in_build = dir + "/eval/" + name;
+  return access(in_build.c_str(), X_OK) == 0 ? in_build : dir + "/" + name;
 }
 
 int Run() {
+  WorkerOptions options;
+  options.coordinator = absl::GetFlag(FLAGS_coordinator);
+  options.eval_binary = absl::GetFlag(FLAGS_eval_binary);
+  if (options.eval_binary.empty()) options.eval_binary = SiblingBinary("kforge-eval");
+  options.cache_dir = absl::GetFlag(FLAGS_cache_dir);
+  options.sandbox_user = geteuid() == 0 ? absl::GetFlag(FLAGS_sandbox_user) : "";
+  if (!options.cache_dir.empty()) {
+    // Shared by children that may run as another user.
+    mkdir(options.cache_dir.c_str(), 0777);
+    chmod(options.cache_dir.c_str(), 01777);
+  }
+  if (absl::Status s = CheckSandbox(options); !s.ok()) {
+    LogError("sandbox check failed", {{"error", std::string(s.message())}});
+    return 1;
+  }
+  GpuFacts gpus = ProbeGpus();
+  std::string device = absl::GetFlag(FLAGS_device);
+  options.cpu_mode = device == "cpu" || (device == "auto" && gpus.count == 0);
+  if (!options.cpu_mode && gpus.count == 0) {
+    LogError("--device cuda but no GPU was found (nvidia-smi)");
+    return 1;
+  }
+  v1::WorkerFacts& f = options.facts;
+  std::string type = absl::GetFlag(FLAGS_gpu_type);
+  f.set_gpu_type(type != "auto" ? type : (options.cpu_mode ? "cpu" : gpus.type));
+  f.set_gpu_name(options.cpu_mode ? "cpu" : gpus.name);
+  f.set_compute_capability(gpus.compute_capability);
+  f.set_memory_bytes(gpus.memory_bytes);
+  f.set_driver_version(gpus.driver_version);
+  int slots = absl::GetFlag(FLAGS_slots);
+  f.set_slots(static_cast<uint32_t>(slots > 0 ? slots : (options.cpu_mode ? 1 : gpus.count)));
+  f.set_version("kforge 0.1");
+
   ServiceHost host({.name = "worker",
                     .grpc_address = absl::GetFlag(FLAGS_grpc_address),
                     .metrics_address = absl::GetFlag(FLAGS_metrics_address),
@@ -67,12 +82,23 @@ int Run() {
     LogError("cannot start", {{"error", std::string(s.message())}});
     return 1;
   }
+  LogInfo("worker starting", {{"gpu_type", f.gpu_type()},
+                              {"slots", std::to_string(f.slots())},
+                              {"eval_binary", options.eval_binary}});
   std::atomic<bool> stop{false};
-  std::thread registrar([&] { RegisterLoop(stop); });
-  int sig = WaitForTerminationSignal();
-  LogInfo("shutting down", {{"signal", std::to_string(sig)}});
-  stop = true;
-  registrar.join();
+  Worker worker(options, host.metrics().registry());
+  std::thread runner([&] { worker.Run(stop); });
+  std::thread signals([&] {
+    int sig = WaitForTerminationSignal();
+    LogInfo("draining", {{"signal", std::to_string(sig)}});
+    stop = true;
+  });
+  runner.join();
+  if (!stop) {
+    // Run() only returns on its own after a drain; unblock the signal thread.
+    kill(getpid(), SIGTERM);
+  }
+  signals.join();
   host.Shutdown();
   return 0;
 }

@@ -128,13 +128,16 @@ CREATE INDEX evaluations_job_idx ON evaluations (job_id, finished_at);
 CREATE INDEX evaluations_candidate_idx ON evaluations (candidate_id);
 
 -- The queue: evaluations waiting for a worker. Dequeued with FOR UPDATE SKIP LOCKED.
+-- batch_seq is the item's position within its batch: ordering by it interleaves batches, so a
+-- large batch cannot starve one submitted after it.
 CREATE TABLE eval_queue (
   evaluation_id  bigint PRIMARY KEY REFERENCES evaluations ON DELETE CASCADE,
   gpu_type       text NOT NULL,
   priority       integer NOT NULL DEFAULT 0,
+  batch_seq      integer NOT NULL DEFAULT 0,
   enqueued_at    timestamptz NOT NULL DEFAULT now()
 );
-CREATE INDEX eval_queue_pick_idx ON eval_queue (gpu_type, priority DESC, enqueued_at);
+CREATE INDEX eval_queue_pick_idx ON eval_queue (gpu_type, priority DESC, batch_seq, enqueued_at);
 
 -- Evaluations held by a worker. A lease past its deadline goes back to the queue.
 CREATE TABLE leases (

@@ -10,13 +10,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
+#include <iterator>
 #include <map>
 #include <sstream>
 #include <string>
 
 #include "gpu_worker/eval/baseline.h"
 #include "gpu_worker/eval/engine.h"
-#include "gpu_worker/eval/result_json.h"
+#include "common/result_json.h"
 #include "gpu_worker/eval/static_checks.h"
 #include "gpu_worker/eval/supervisor.h"
 
@@ -28,7 +30,7 @@ constexpr char kUsage[] =
     "                   [--trials N] [--atol X] [--rtol X] [--min-samples N]\n"
     "                   [--max-rel-stderr X] [--build-timeout S] [--correctness-timeout S]\n"
     "                   [--timing-timeout S] [--cache-dir DIR]\n"
-    "       kforge-eval --request REQ.pb [--result-pb OUT.pb] [--json OUT] [--cache-dir DIR]\n"
+    "       kforge-eval --request REQ.pb|- [--result-pb OUT.pb] [--json OUT] [--cache-dir DIR]\n"
     "       kforge-eval --baseline TASK_DIR [--device D] [--json OUT.jsonl] [--per-task-cap S]\n"
     "Prints one JSON result (or writes it to --json OUT); exits 0 whenever it reached a\n"
     "verdict. See docs/evaluation.md.";
@@ -102,7 +104,13 @@ int main(int argc, char** argv) {
   v1::EvalRequest req;
   if (flags.count("request")) {
     std::string bytes;
-    if (!ReadFile(flags["request"], &bytes) || !req.ParseFromString(bytes)) {
+    bool read = true;
+    if (flags["request"] == "-") {
+      bytes.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+    } else {
+      read = ReadFile(flags["request"], &bytes);
+    }
+    if (!read || !req.ParseFromString(bytes)) {
       return Usage("cannot read an EvalRequest from " + flags["request"]);
     }
   } else {
@@ -119,7 +127,7 @@ int main(int argc, char** argv) {
     req.set_task_name(flags["task"]);
     if (flags.count("dialect")) {
       v1::Dialect d;
-      if (!eval::ParseDialect(flags["dialect"], &d)) {
+      if (!ParseDialect(flags["dialect"], &d)) {
         return Usage("unknown dialect " + flags["dialect"]);
       }
       req.set_dialect(d);
@@ -153,9 +161,9 @@ int main(int argc, char** argv) {
   v1::EvalResult result = eval::RunSupervised(
       limits, [&](eval::StageReporter& r) { return eval::Evaluate(req, ctx, r); });
   if (result.dialect() == v1::DIALECT_UNSPECIFIED) {
-    result.set_dialect(eval::InferDialect(req.candidate_source()));
+    result.set_dialect(InferDialect(req.candidate_source()));
   }
-  std::string json = eval::ResultToJson(result);
+  std::string json = ResultToJson(result);
   if (flags.count("result-pb") && !WriteFile(flags["result-pb"], result.SerializeAsString())) {
     std::fprintf(stderr, "kforge-eval: cannot write %s\n", flags["result-pb"].c_str());
   }

@@ -20,6 +20,7 @@
 
 #include <string>
 
+#include "common/dialect.h"
 #include "kforge/v1/eval.pb.h"
 
 namespace kforge::eval {
@@ -30,15 +31,7 @@ struct RuleViolation {
   bool fired() const { return !rule.empty(); }
 };
 
-// Infers a candidate's dialect: an explicit `kforge: dialect=NAME` marker in the first lines
-// wins; then load_inline -> kernelbench, kforge.cuda -> nvrtc, C++ with a forward -> cpp;
-// otherwise kernelbench (a plain PyTorch ModelNew).
-v1::Dialect InferDialect(const std::string& source);
-
 RuleViolation CheckCandidateSource(const std::string& source, v1::Dialect dialect);
-
-const char* DialectName(v1::Dialect d);
-bool ParseDialect(const std::string& name, v1::Dialect* out);
 
 }  // namespace kforge::eval
 

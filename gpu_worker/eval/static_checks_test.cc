@@ -1,6 +1,6 @@
 #include "gpu_worker/eval/static_checks.h"
 
-#include "gpu_worker/eval/result_json.h"
+#include "common/result_json.h"
 #include "gtest/gtest.h"
 
 namespace kforge::eval {

@@ -3,14 +3,14 @@
 // `speedup` null unless the verdict is ok. ResultFromJson reads it back.
 //
 // Thread-safety: pure functions.
-#ifndef KFORGE_GPU_WORKER_EVAL_RESULT_JSON_H_
-#define KFORGE_GPU_WORKER_EVAL_RESULT_JSON_H_
+#ifndef KFORGE_COMMON_RESULT_JSON_H_
+#define KFORGE_COMMON_RESULT_JSON_H_
 
 #include <string>
 
 #include "kforge/v1/eval.pb.h"
 
-namespace kforge::eval {
+namespace kforge {
 
 std::string ResultToJson(const v1::EvalResult& result);
 // False (with `error`) when `json` is not an EvalResult.
@@ -19,6 +19,6 @@ bool ResultFromJson(const std::string& json, v1::EvalResult* result, std::string
 // "ok", "compile_error", ... ; and back.
 const char* VerdictName(v1::Verdict v);
 
-}  // namespace kforge::eval
+}  // namespace kforge
 
-#endif  // KFORGE_GPU_WORKER_EVAL_RESULT_JSON_H_
+#endif  // KFORGE_COMMON_RESULT_JSON_H_

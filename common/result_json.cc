@@ -1,11 +1,11 @@
-#include "gpu_worker/eval/result_json.h"
+#include "common/result_json.h"
 
 #include <google/protobuf/util/json_util.h>
 
 #include <utility>
 #include <vector>
 
-namespace kforge::eval {
+namespace kforge {
 namespace {
 
 // (JSON key, proto enum name, word) for the enum-valued fields of EvalResult.
@@ -96,4 +96,4 @@ bool ResultFromJson(const std::string& json, v1::EvalResult* result, std::string
   return true;
 }
 
-}  // namespace kforge::eval
+}  // namespace kforge

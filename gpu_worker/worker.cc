@@ -1,0 +1,336 @@
+#include "gpu_worker/worker.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <deque>
+#include <fstream>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "common/base/log.h"
+#include "common/base/subprocess.h"
+#include "common/result_json.h"
+#include "gpu_worker/sandbox.h"
+#include "grpcpp/grpcpp.h"
+#include "kforge/v1/worker.grpc.pb.h"
+#include "prometheus/counter.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+
+namespace kforge {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+v1::EvalResult Failure(const std::string& reason, const std::string& rule) {
+  v1::EvalResult r;
+  r.set_verdict(v1::VERDICT_RUNTIME_ERROR);
+  r.set_reason(reason);
+  r.set_rule(rule);
+  return r;
+}
+
+// Everything the stream threads share.
+struct Shared {
+  absl::Mutex mu;
+  std::deque<v1::Lease> queued ABSL_GUARDED_BY(mu);
+  std::set<std::string> held ABSL_GUARDED_BY(mu);  // queued or running lease ids
+  int running ABSL_GUARDED_BY(mu) = 0;
+  std::vector<v1::WorkerMessage> outbox ABSL_GUARDED_BY(mu);  // results not yet written
+  bool draining ABSL_GUARDED_BY(mu) = false;
+  bool quit ABSL_GUARDED_BY(mu) = false;
+};
+
+// One connection to the coordinator.
+class Session {
+ public:
+  Session(v1::WorkerService::Stub& stub) : stream_(stub.Connect(&ctx_)) {}
+  bool Write(const v1::WorkerMessage& m) {
+    absl::MutexLock lock(&mu_);
+    return !broken_ && (broken_ = !stream_->Write(m), !broken_);
+  }
+  bool Read(v1::CoordinatorMessage* m) { return stream_->Read(m); }
+  void Cancel() { ctx_.TryCancel(); }
+  grpc::Status Finish() { return stream_->Finish(); }
+
+ private:
+  grpc::ClientContext ctx_;
+  std::unique_ptr<grpc::ClientReaderWriter<v1::WorkerMessage, v1::CoordinatorMessage>> stream_;
+  absl::Mutex mu_;
+  bool broken_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+SandboxPolicy PolicyFor(const WorkerOptions& options) {
+  SandboxPolicy policy;
+  policy.scratch_root = options.scratch_root;
+  policy.run_as_user = options.sandbox_user;
+  policy.max_output_bytes = 8 << 20;  // stdout carries the JSON result
+  return policy;
+}
+
+std::vector<std::string> ExtraEnv() {
+  std::vector<std::string> env;
+  for (const char* name : {"KFORGE_PYTHONPATH", "CUDA_VISIBLE_DEVICES"}) {
+    if (const char* v = std::getenv(name)) env.push_back(std::string(name) + "=" + v);
+  }
+  return env;
+}
+
+}  // namespace
+
+absl::Status CheckSandbox(const WorkerOptions& options) {
+  SandboxPolicy policy = PolicyFor(options);
+  policy.wall_limit_s = 60;
+  SubprocessResult r = RunSandboxed(policy, {options.eval_binary, "--help"}, ExtraEnv());
+  if (r.Succeeded()) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      "a sandboxed child cannot run " + options.eval_binary + " as user '" +
+      options.sandbox_user + "' (" + r.Describe() + "): " + r.error + r.stderr_data.substr(0, 500) +
+      "; make the binary, its libraries and the cache readable by that user, or run the "
+      "worker with --sandbox_user= to keep its own user");
+}
+
+v1::EvalResult RunEvaluation(const WorkerOptions& options, v1::EvalRequest request,
+                             const std::string& device) {
+  request.set_device(device);
+  const auto& lim = request.limits();
+  // The request goes in on stdin, the JSON result comes back on stdout: no files to share
+  // with a child that may run as another user.
+  std::vector<std::string> argv = {options.eval_binary, "--request", "-"};
+  if (!options.cache_dir.empty()) {
+    argv.push_back("--cache-dir");
+    argv.push_back(options.cache_dir);
+  }
+  SandboxPolicy policy = PolicyFor(options);
+  policy.wall_limit_s = (lim.build_s() > 0 ? lim.build_s() : 120) +
+                        (lim.correctness_s() > 0 ? lim.correctness_s() : 120) +
+                        (lim.timing_s() > 0 ? lim.timing_s() : 60) + 180 + options.extra_wall_s;
+  SubprocessResult run = RunSandboxed(policy, argv, ExtraEnv(), request.SerializeAsString());
+  v1::EvalResult result;
+  std::string error;
+  if (run.Succeeded() && ResultFromJson(run.stdout_data, &result, &error)) return result;
+  std::string tail = run.stderr_data.size() > 2000
+                         ? run.stderr_data.substr(run.stderr_data.size() - 2000)
+                         : run.stderr_data;
+  return Failure("kforge-eval produced no result (" + run.Describe() + "): " + tail,
+                 run.timed_out ? "worker_timeout" : "engine_error");
+}
+
+Worker::Worker(WorkerOptions options, prometheus::Registry& metrics)
+    : options_(std::move(options)), metrics_(metrics) {
+  if (options_.facts.hostname().empty()) {
+    char host[256] = {0};
+    gethostname(host, sizeof host - 1);
+    options_.facts.set_hostname(host);
+  }
+}
+
+void Worker::Run(const std::atomic<bool>& stop) {
+  auto& evaluations = prometheus::BuildCounter()
+                          .Name("kforge_worker_evaluations_total")
+                          .Help("Evaluations run by this worker, by verdict")
+                          .Register(metrics_);
+  auto& busy = prometheus::BuildGauge()
+                   .Name("kforge_worker_slots_busy")
+                   .Help("Slots running an evaluation")
+                   .Register(metrics_)
+                   .Add({});
+  auto& duration = prometheus::BuildHistogram()
+                       .Name("kforge_worker_evaluation_seconds")
+                       .Help("Wall time of one evaluation child")
+                       .Register(metrics_)
+                       .Add({}, prometheus::Histogram::BucketBoundaries{0.5, 1, 2, 5, 10, 30, 60,
+                                                                        120, 300, 600});
+  auto channel = grpc::CreateChannel(options_.coordinator, grpc::InsecureChannelCredentials());
+  auto stub = v1::WorkerService::NewStub(channel);
+  Shared shared;
+  absl::Mutex session_mu;
+  std::shared_ptr<Session> session;  // guarded by session_mu
+
+  auto current = [&] {
+    absl::MutexLock lock(&session_mu);
+    return session;
+  };
+  // Writes a message on the current stream; results that cannot be written wait in the outbox.
+  auto deliver = [&](const v1::WorkerMessage& m) {
+    auto s = current();
+    if (s && s->Write(m)) return;
+    absl::MutexLock lock(&shared.mu);
+    shared.outbox.push_back(m);
+  };
+
+  const int slots = static_cast<int>(options_.facts.slots());
+  std::vector<std::thread> slot_threads;
+  for (int slot = 0; slot < slots; ++slot) {
+    slot_threads.emplace_back([&, slot] {
+      std::string device = options_.cpu_mode ? "cpu" : "cuda:" + std::to_string(slot);
+      while (true) {
+        v1::Lease lease;
+        {
+          absl::MutexLock lock(&shared.mu);
+          auto ready = [&]() ABSL_SHARED_LOCKS_REQUIRED(shared.mu) {
+            return shared.quit || !shared.queued.empty();
+          };
+          shared.mu.Await(absl::Condition(&ready));
+          if (shared.queued.empty()) return;
+          lease = std::move(shared.queued.front());
+          shared.queued.pop_front();
+          ++shared.running;
+        }
+        busy.Increment();
+        LogInfo("evaluation started", {{"lease_id", lease.lease_id()},
+                                       {"evaluation_id", lease.evaluation_id()},
+                                       {"device", device}});
+        auto t0 = Clock::now();
+        v1::EvalResult result = RunEvaluation(options_, lease.request(), device);
+        double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+        duration.Observe(secs);
+        busy.Decrement();
+        evaluations.Add({{"verdict", v1::Verdict_Name(result.verdict())}}).Increment();
+        LogInfo("evaluation done", {{"lease_id", lease.lease_id()},
+                                    {"evaluation_id", lease.evaluation_id()},
+                                    {"verdict", v1::Verdict_Name(result.verdict())},
+                                    {"seconds", std::to_string(secs)}});
+        v1::WorkerMessage m;
+        m.mutable_result()->set_lease_id(lease.lease_id());
+        *m.mutable_result()->mutable_result() = std::move(result);
+        deliver(m);
+        absl::MutexLock lock(&shared.mu);
+        --shared.running;
+        shared.held.erase(lease.lease_id());
+      }
+    });
+  }
+
+  double backoff_s = 0.2;
+  bool drained = false;
+  while (!drained) {
+    // Register (again) and connect.
+    v1::RegisterRequest reg;
+    *reg.mutable_facts() = options_.facts;
+    v1::RegisterResponse reg_resp;
+    grpc::ClientContext reg_ctx;
+    reg_ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    grpc::Status rs = stub->Register(&reg_ctx, reg, &reg_resp);
+    if (!rs.ok()) {
+      {
+        absl::MutexLock lock(&shared.mu);
+        if (stop && shared.running == 0 && shared.queued.empty()) break;  // nothing to deliver
+      }
+      LogWarning("cannot reach the coordinator; retrying",
+                 {{"error", rs.error_message()}, {"backoff_s", std::to_string(backoff_s)}});
+      for (double w = 0; w < backoff_s; w += 0.05) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+      backoff_s = std::min(backoff_s * 2, 10.0);
+      continue;
+    }
+    backoff_s = 0.2;
+    const std::string worker_id = reg_resp.worker_id();
+    auto s = std::make_shared<Session>(*stub);
+    {
+      absl::MutexLock lock(&session_mu);
+      session = s;
+    }
+    v1::WorkerMessage hello;
+    hello.mutable_hello()->set_worker_id(worker_id);
+    s->Write(hello);
+    LogInfo("connected", {{"worker_id", worker_id}});
+    // Results finished while disconnected go first.
+    std::vector<v1::WorkerMessage> pending;
+    {
+      absl::MutexLock lock(&shared.mu);
+      pending.swap(shared.outbox);
+    }
+    for (const auto& m : pending) deliver(m);
+
+    std::atomic<bool> session_over{false};
+    std::thread heartbeat([&] {
+      double interval = reg_resp.heartbeat_interval_s() > 0 ? reg_resp.heartbeat_interval_s() : 2;
+      bool announced_drain = false;
+      auto next = Clock::now();
+      while (!session_over) {
+        bool draining_now = stop.load();
+        if (Clock::now() >= next || (draining_now && !announced_drain)) {
+          v1::WorkerMessage hb;
+          std::vector<v1::Lease> to_release;
+          {
+            absl::MutexLock lock(&shared.mu);
+            if (draining_now && !shared.draining) {
+              shared.draining = true;
+              to_release.assign(shared.queued.begin(), shared.queued.end());
+              for (const auto& l : to_release) shared.held.erase(l.lease_id());
+              shared.queued.clear();
+            }
+            for (const auto& id : shared.held) hb.mutable_heartbeat()->add_lease_ids(id);
+            hb.mutable_heartbeat()->set_draining(shared.draining);
+            hb.mutable_heartbeat()->set_free_slots(
+                shared.draining ? 0 : static_cast<uint32_t>(slots - static_cast<int>(shared.held.size())));
+          }
+          s->Write(hb);
+          for (const auto& l : to_release) {
+            v1::WorkerMessage rel;
+            rel.mutable_release()->set_lease_id(l.lease_id());
+            rel.mutable_release()->set_reason("worker draining");
+            s->Write(rel);
+          }
+          announced_drain = draining_now;
+          next = Clock::now() + std::chrono::milliseconds(static_cast<int>(interval * 1000));
+        }
+        if (draining_now) {
+          absl::MutexLock lock(&shared.mu);
+          if (shared.running == 0 && shared.queued.empty() && shared.outbox.empty()) {
+            s->Cancel();  // drained: end the stream
+            return;
+          }
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    });
+
+    v1::CoordinatorMessage msg;
+    while (s->Read(&msg)) {
+      if (!msg.has_lease()) continue;
+      absl::MutexLock lock(&shared.mu);
+      if (shared.draining) {
+        v1::WorkerMessage rel;
+        rel.mutable_release()->set_lease_id(msg.lease().lease_id());
+        rel.mutable_release()->set_reason("worker draining");
+        s->Write(rel);
+        continue;
+      }
+      shared.held.insert(msg.lease().lease_id());
+      shared.queued.push_back(msg.lease());
+    }
+    session_over = true;
+    heartbeat.join();
+    s->Cancel();
+    grpc::Status fin = s->Finish();
+    {
+      absl::MutexLock lock(&session_mu);
+      session.reset();
+    }
+    {
+      absl::MutexLock lock(&shared.mu);
+      drained = stop && shared.running == 0 && shared.queued.empty() && shared.outbox.empty();
+    }
+    if (!drained) {
+      LogWarning("stream to the coordinator ended; reconnecting",
+                 {{"error", fin.error_message()}});
+    }
+  }
+  {
+    absl::MutexLock lock(&shared.mu);
+    shared.quit = true;
+    shared.queued.clear();
+  }
+  for (auto& t : slot_threads) t.join();
+  LogInfo("drained");
+}
+
+}  // namespace kforge

@@ -1,0 +1,55 @@
+// The worker's main loop: register with the coordinator, hold one bidirectional stream,
+// run each leased evaluation as a kforge-eval child (one slot per GPU, or --slots in CPU
+// mode), send results back, heartbeat the leases it holds, reconnect with backoff when the
+// coordinator goes away, and drain on request (stop taking leases, hand back those not
+// started, finish the running ones).
+//
+// Threading: Run() owns the stream on the calling thread (reads); one thread per slot runs
+// evaluations; a heartbeat thread writes heartbeats. Stream writes are serialised by a mutex.
+#ifndef KFORGE_GPU_WORKER_WORKER_H_
+#define KFORGE_GPU_WORKER_WORKER_H_
+
+#include <atomic>
+#include <string>
+
+#include "absl/status/status.h"
+#include "kforge/v1/eval.pb.h"
+#include "kforge/v1/worker.pb.h"
+#include "prometheus/registry.h"
+
+namespace kforge {
+
+struct WorkerOptions {
+  std::string coordinator;     // gRPC address
+  v1::WorkerFacts facts;       // gpu_type, slots, ... (hostname filled in if empty)
+  std::string eval_binary;     // path of kforge-eval
+  std::string cache_dir;       // shared build cache for the children
+  std::string scratch_root = "/tmp";
+  bool cpu_mode = false;       // children get --device cpu, else cuda:<slot>
+  double extra_wall_s = 60;    // on top of the stage limits for the child's wall clock
+  std::string sandbox_user = "nobody";  // when the worker is root; "" keeps the worker's user
+};
+
+// Checks that a sandboxed child can run kforge-eval (binary, libraries, Python packages and
+// cache reachable by the sandbox user). The error says what to fix.
+absl::Status CheckSandbox(const WorkerOptions& options);
+
+// Evaluates one request in a sandboxed kforge-eval child and returns its result, or a
+// runtime_error result saying why the child gave none. Exposed for tests.
+v1::EvalResult RunEvaluation(const WorkerOptions& options, v1::EvalRequest request,
+                             const std::string& device);
+
+class Worker {
+ public:
+  Worker(WorkerOptions options, prometheus::Registry& metrics);
+  // Runs until `stop` becomes true, then drains and returns.
+  void Run(const std::atomic<bool>& stop);
+
+ private:
+  WorkerOptions options_;
+  prometheus::Registry& metrics_;
+};
+
+}  // namespace kforge
+
+#endif  // KFORGE_GPU_WORKER_WORKER_H_
