@@ -98,7 +98,14 @@ grpc::Status WorkerServiceImpl::Connect(
         draining = msg.heartbeat().draining();
       } else if (msg.has_result()) {
         const auto& r = msg.result();
+        // The database may be restarting: retry for a while before leaving the lease to expire
+        // (then the evaluation runs again; nothing is lost either way).
         auto stored = queue_.Complete(r.lease_id(), worker_id, r.result());
+        for (int attempt = 0; !stored.ok() && IsRetryablePgError(stored.status()) && attempt < 40;
+             ++attempt) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(250));
+          stored = queue_.Complete(r.lease_id(), worker_id, r.result());
+        }
         if (!stored.ok()) {
           // The lease stays; the worker re-sends after reconnecting, or it expires.
           LogError("result not stored", {{"lease_id", r.lease_id()},

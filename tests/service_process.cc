@@ -124,6 +124,11 @@ SubprocessResult ServiceProcess::Terminate(double limit_s) {
   return result;
 }
 
+void ServiceProcess::Kill() {
+  process_.SignalGroup(SIGKILL);
+  process_.Wait();
+}
+
 absl::StatusOr<std::string> HealthStatus(const std::string& address, double deadline_s) {
   auto stub = grpc::health::v1::Health::NewStub(
       grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));

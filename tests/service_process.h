@@ -58,6 +58,8 @@ class ServiceProcess {
   // Sends SIGTERM and waits for the exit. Past `limit_s` the group is killed and the result
   // says timed_out; wall_s is the time from the signal to the exit.
   SubprocessResult Terminate(double limit_s);
+  // kill -9 of the service's process group: no chance to clean up.
+  void Kill();
 
  private:
   ServiceProcess() = default;

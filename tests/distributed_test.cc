@@ -1,0 +1,290 @@
+// The distributed path as operators run it: a real PostgreSQL, the coordinator and CPU-mode
+// workers as real processes on loopback, kforge-eval children in the sandbox. Proves that a
+// batch lands only on workers of the requested GPU type, and that nothing is lost or stored
+// twice when a worker, the coordinator or the database dies mid-batch.
+#include <signal.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "common/pg.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "kforge/v1/jobs.grpc.pb.h"
+#include "tests/loopback.h"
+#include "tests/pg_harness.h"
+#include "tests/service_process.h"
+
+namespace kforge {
+namespace {
+
+::testing::Environment* const kPgEnvironment =
+    ::testing::AddGlobalTestEnvironment(new PgTestEnvironment());
+
+using Clock = std::chrono::steady_clock;
+
+std::string Source(const std::string& relative) {
+  const char* root = std::getenv("KFORGE_SOURCE_DIR");
+  std::ifstream in(std::string(root ? root : ".") + "/" + relative);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A variant of the slow candidate with its own content hash.
+std::string SlowCandidate(int i) {
+  return Source("tests/distributed/slow_relu.py") + "\n# variant " + std::to_string(i) + "\n";
+}
+
+class Cluster {
+ public:
+  explicit Cluster(const std::string& db) {
+    auto url = PgTestEnvironment::server().CreateDatabase(db);
+    EXPECT_TRUE(url.ok()) << url.status();
+    url_ = url.ok() ? *url : "";
+    auto port = UnusedLoopbackPort();
+    EXPECT_TRUE(port.ok());
+    address_ = absl::StrCat("127.0.0.1:", port.ok() ? *port : 0);
+    StartCoordinator();
+  }
+
+  void StartCoordinator() {
+    auto c = ServiceProcess::Start(BuiltBinary("coordinator/kforge-coordinator"),
+                                   {"--database_url=" + url_, "--grpc_address=" + address_,
+                                    "--lease_timeout_s=3", "--heartbeat_interval_s=0.5",
+                                    "--db_pool_size=6"});
+    ASSERT_TRUE(c.ok()) << c.status();
+    coordinator_ = std::move(c).value();
+  }
+  void KillCoordinator() { coordinator_->Kill(); }
+
+  ServiceProcess* StartWorker(const std::string& gpu_type) {
+    auto w = ServiceProcess::Start(BuiltBinary("gpu_worker/kforge-worker"),
+                                   {"--coordinator=" + address_, "--gpu_type=" + gpu_type,
+                                    "--device=cpu", "--slots=1",
+                                    "--cache_dir=/tmp/kforge-test-cache"});
+    EXPECT_TRUE(w.ok()) << w.status();
+    if (!w.ok()) return nullptr;
+    workers_.push_back(std::move(w).value());
+    return workers_.back().get();
+  }
+
+  std::unique_ptr<v1::JobService::Stub> Stub() {
+    return v1::JobService::NewStub(
+        grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()));
+  }
+
+  std::string SubmitTask(const std::string& relative) {
+    v1::SubmitTaskRequest req;
+    req.set_name(relative);
+    req.set_source(Source(relative));
+    v1::SubmitTaskResponse resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    grpc::Status s = Stub()->SubmitTask(&ctx, req, &resp);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return resp.task_id();
+  }
+
+  // SELECT helper on the cluster's database.
+  PgResult Query(const std::string& sql) {
+    auto conn = PgConnection::Connect(url_);
+    EXPECT_TRUE(conn.ok()) << conn.status();
+    auto r = (*conn)->Exec(sql);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return std::move(r).value();
+  }
+
+  // Waits (bounded) until `sql` returns a first cell equal to `want`.
+  bool WaitFor(const std::string& sql, const std::string& want, double limit_s = 60) {
+    auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<int>(limit_s * 1000));
+    while (Clock::now() < deadline) {
+      auto conn = PgConnection::Connect(url_);
+      if (conn.ok()) {
+        auto r = (*conn)->Exec(sql);
+        if (r.ok() && r->rows() > 0 && r->Get(0, 0) == want) return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+  }
+
+ private:
+  std::string url_, address_;
+  std::unique_ptr<ServiceProcess> coordinator_;
+  std::vector<std::unique_ptr<ServiceProcess>> workers_;
+};
+
+// Reads a whole EvaluateBatch stream. `batch_id` gets the id from the initial metadata.
+grpc::Status ReadBatch(v1::JobService::Stub& stub, const v1::EvaluateBatchRequest& req,
+                       std::vector<v1::EvaluationRecord>* out, std::string* batch_id,
+                       double limit_s = 240) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() +
+                   std::chrono::milliseconds(static_cast<int>(limit_s * 1000)));
+  auto reader = stub.EvaluateBatch(&ctx, req);
+  reader->WaitForInitialMetadata();
+  auto md = ctx.GetServerInitialMetadata();
+  auto it = md.find("kforge-batch-id");
+  if (it != md.end() && batch_id) *batch_id = std::string(it->second.data(), it->second.size());
+  v1::EvaluationRecord rec;
+  while (reader->Read(&rec)) out->push_back(rec);
+  return reader->Finish();
+}
+
+TEST(DistributedTest, BatchLandsOnlyOnWorkersOfTheRequestedType) {
+  Cluster cluster("dist_routing");
+  ASSERT_NE(cluster.StartWorker("typeA"), nullptr);
+  ASSERT_NE(cluster.StartWorker("typeB"), nullptr);
+  std::string task = cluster.SubmitTask("examples/tasks/tiny/tiny_relu.py");
+  v1::EvaluateBatchRequest req;
+  req.set_task_id(task);
+  for (const char* c : {"correct", "wrong", "sleepy"}) {
+    auto* spec = req.add_candidates();
+    spec->set_source(Source(std::string("examples/candidates/tiny_relu/") + c + ".py"));
+    spec->set_client_ref(c);
+  }
+  req.add_gpu_types("typeA");
+  req.add_gpu_types("typeB");
+  std::vector<v1::EvaluationRecord> records;
+  auto stub = cluster.Stub();
+  grpc::Status s = ReadBatch(*stub, req, &records, nullptr);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_EQ(records.size(), 6u);
+  std::map<std::string, v1::Verdict> verdicts;
+  for (const auto& r : records) verdicts[r.client_ref() + "/" + r.gpu_type()] = r.result().verdict();
+  EXPECT_EQ(verdicts["correct/typeA"], v1::VERDICT_OK);
+  EXPECT_EQ(verdicts["correct/typeB"], v1::VERDICT_OK);
+  EXPECT_EQ(verdicts["wrong/typeA"], v1::VERDICT_INCORRECT);
+  EXPECT_EQ(verdicts["sleepy/typeB"], v1::VERDICT_OK);
+  // Each ran on a worker of the type it asked for.
+  PgResult rows = cluster.Query(
+      "SELECT count(*) FILTER (WHERE e.ran_on_gpu_type = e.gpu_type AND w.gpu_type = e.gpu_type) "
+      "  AS matched, count(*) AS total FROM evaluations e JOIN workers w USING (worker_id)");
+  EXPECT_EQ(rows.Get(0, "matched"), "6");
+  EXPECT_EQ(rows.Get(0, "total"), "6");
+}
+
+TEST(DistributedTest, MalformedAndUnknownRequestsGetClearErrors) {
+  Cluster cluster("dist_errors");
+  auto stub = cluster.Stub();
+  std::vector<v1::EvaluationRecord> records;
+  v1::EvaluateBatchRequest req;
+  grpc::Status s = ReadBatch(*stub, req, &records, nullptr, 10);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message(), "task_id is required");
+  req.set_task_id("0000");
+  req.add_candidates()->set_source("class ModelNew: pass");
+  req.add_gpu_types("any");
+  s = ReadBatch(*stub, req, &records, nullptr, 10);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(s.error_message(), "no task 0000 (submit it first with SubmitTask)");
+  v1::EvaluateBatchRequest reattach;
+  reattach.set_batch_id("00000000-0000-0000-0000-000000000000");
+  s = ReadBatch(*stub, reattach, &records, nullptr, 10);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+TEST(DistributedTest, KilledWorkersEvaluationCompletesElsewhereOnce) {
+  Cluster cluster("dist_worker_kill");
+  ServiceProcess* doomed = cluster.StartWorker("cpu");
+  ASSERT_NE(doomed, nullptr);
+  std::string task = cluster.SubmitTask("examples/tasks/tiny/tiny_relu.py");
+  v1::EvaluateBatchRequest req;
+  req.set_task_id(task);
+  req.add_candidates()->set_source(SlowCandidate(0));
+  req.add_gpu_types("cpu");
+  std::vector<v1::EvaluationRecord> records;
+  grpc::Status status;
+  auto stub = cluster.Stub();
+  std::thread client([&] { status = ReadBatch(*stub, req, &records, nullptr); });
+  ASSERT_TRUE(cluster.WaitFor("SELECT state FROM evaluations", "leased"));
+  doomed->Kill();
+  ASSERT_NE(cluster.StartWorker("cpu"), nullptr);
+  client.join();
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].result().verdict(), v1::VERDICT_OK) << records[0].result().reason();
+  EXPECT_EQ(records[0].attempts(), 2u);
+  PgResult rows = cluster.Query(
+      "SELECT count(*) AS n, count(*) FILTER (WHERE state = 'done') AS done, "
+      "  (SELECT count(*) FROM leases) AS leases FROM evaluations");
+  EXPECT_EQ(rows.Get(0, "n"), "1");
+  EXPECT_EQ(rows.Get(0, "done"), "1");
+  EXPECT_EQ(rows.Get(0, "leases"), "0");
+}
+
+TEST(DistributedTest, CoordinatorKilledMidBatchClientReattachesAndNothingIsLost) {
+  Cluster cluster("dist_coordinator_kill");
+  ASSERT_NE(cluster.StartWorker("cpu"), nullptr);
+  std::string task = cluster.SubmitTask("examples/tasks/tiny/tiny_relu.py");
+  v1::EvaluateBatchRequest req;
+  req.set_task_id(task);
+  for (int i = 0; i < 3; ++i) req.add_candidates()->set_source(SlowCandidate(i));
+  req.add_gpu_types("cpu");
+  std::vector<v1::EvaluationRecord> first;
+  std::string batch_id;
+  grpc::Status broken;
+  auto stub = cluster.Stub();
+  std::thread client([&] { broken = ReadBatch(*stub, req, &first, &batch_id); });
+  ASSERT_TRUE(cluster.WaitFor("SELECT count(*) FROM evaluations WHERE state = 'leased'", "1"));
+  cluster.KillCoordinator();
+  client.join();
+  EXPECT_FALSE(broken.ok());
+  ASSERT_FALSE(batch_id.empty());
+  cluster.StartCoordinator();
+  v1::EvaluateBatchRequest reattach;
+  reattach.set_batch_id(batch_id);
+  std::vector<v1::EvaluationRecord> all;
+  auto stub2 = cluster.Stub();
+  grpc::Status s = ReadBatch(*stub2, reattach, &all, nullptr);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_EQ(all.size(), 3u);
+  std::set<std::string> ids;
+  for (const auto& r : all) {
+    ids.insert(r.evaluation_id());
+    EXPECT_EQ(r.result().verdict(), v1::VERDICT_OK) << r.result().reason();
+  }
+  EXPECT_EQ(ids.size(), 3u);
+  PgResult rows = cluster.Query(
+      "SELECT count(*) AS n, count(*) FILTER (WHERE state = 'done') AS done FROM evaluations");
+  EXPECT_EQ(rows.Get(0, "n"), "3");
+  EXPECT_EQ(rows.Get(0, "done"), "3");
+}
+
+TEST(DistributedTest, DatabaseRestartMidRunLosesNothing) {
+  Cluster cluster("dist_db_restart");
+  ASSERT_NE(cluster.StartWorker("cpu"), nullptr);
+  std::string task = cluster.SubmitTask("examples/tasks/tiny/tiny_relu.py");
+  v1::EvaluateBatchRequest req;
+  req.set_task_id(task);
+  for (int i = 0; i < 2; ++i) req.add_candidates()->set_source(SlowCandidate(10 + i));
+  req.add_gpu_types("cpu");
+  std::vector<v1::EvaluationRecord> first;
+  std::string batch_id;
+  grpc::Status first_status;
+  auto stub = cluster.Stub();
+  std::thread client([&] { first_status = ReadBatch(*stub, req, &first, &batch_id); });
+  ASSERT_TRUE(cluster.WaitFor("SELECT count(*) FROM evaluations WHERE state = 'leased'", "1"));
+  ASSERT_TRUE(PgTestEnvironment::server().Restart().ok());
+  client.join();
+  // The stream may survive the restart or break with an error; either way the batch is whole.
+  ASSERT_FALSE(batch_id.empty());
+  v1::EvaluateBatchRequest reattach;
+  reattach.set_batch_id(batch_id);
+  std::vector<v1::EvaluationRecord> all;
+  grpc::Status s = ReadBatch(*stub, reattach, &all, nullptr);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_EQ(all.size(), 2u);
+  for (const auto& r : all) EXPECT_EQ(r.result().verdict(), v1::VERDICT_OK) << r.result().reason();
+}
+
+}  // namespace
+}  // namespace kforge
