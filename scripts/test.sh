@@ -8,16 +8,7 @@ set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 start=$SECONDS
 
-bash "$REPO/scripts/setup.sh"
-# shellcheck source=scripts/env.sh
-source "$REPO/scripts/env.sh"
-
-echo "test: configuring build/"
-cmake -S "$REPO" -B "$REPO/build" -G Ninja \
-  -DPython3_EXECUTABLE="$REPO/.venv/bin/python" --log-level=WARNING >/dev/null
-
-echo "test: building"
-ninja -C "$REPO/build" --quiet
+bash "$REPO/scripts/build.sh"
 
 echo "test: running tests"
 cd "$REPO/build"

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# The demo: on a fresh machine, installs and builds what is missing, starts a local
+# PostgreSQL cluster, the coordinator, the gateway and a worker (one slot per GPU when there
+# are GPUs, two CPU slots otherwise), evaluates the example candidates of every example task
+# through the real distributed path, prints a results table from PostgreSQL, stops the
+# services cleanly and leaves the database running and queryable.
+#
+#   scripts/demo.sh          run it
+#   scripts/demo.sh stop     stop the demo's PostgreSQL afterwards
+#
+# State lives in $KFORGE_DEMO_DIR (default /tmp/kforge-demo): logs, the database cluster.
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+DEMO=${KFORGE_DEMO_DIR:-/tmp/kforge-demo}
+PGBIN=/usr/lib/postgresql/15/bin
+PGPORT=${KFORGE_DEMO_PGPORT:-55432}
+PGDATA=$DEMO/pg
+DB_URL="postgresql://postgres@127.0.0.1:$PGPORT/kforge"
+
+as_pg() {  # PostgreSQL refuses to run as root
+  if [[ $(id -u) == 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+if [[ ${1:-} == stop ]]; then
+  as_pg "$PGBIN/pg_ctl" -D "$PGDATA" -m fast stop || true
+  exit 0
+fi
+
+bash "$REPO/scripts/build.sh"
+# shellcheck source=scripts/env.sh
+source "$REPO/scripts/env.sh"
+BIN=$REPO/build
+
+mkdir -p "$DEMO"
+[[ $(id -u) == 0 ]] && chown postgres "$DEMO"
+if [[ ! -f $PGDATA/PG_VERSION ]]; then
+  echo "demo: creating a PostgreSQL cluster in $PGDATA"
+  as_pg "$PGBIN/initdb" -D "$PGDATA" -A trust -U postgres >/dev/null
+fi
+if ! as_pg "$PGBIN/pg_ctl" -D "$PGDATA" status >/dev/null 2>&1; then
+  echo "demo: starting PostgreSQL on 127.0.0.1:$PGPORT"
+  as_pg "$PGBIN/pg_ctl" -D "$PGDATA" -l "$DEMO/postgres.log" -w \
+    -o "-h 127.0.0.1 -p $PGPORT -k $DEMO" start >/dev/null
+fi
+psql -h 127.0.0.1 -p "$PGPORT" -U postgres -tAc "SELECT 1 FROM pg_database WHERE datname='kforge'" |
+  grep -q 1 || psql -h 127.0.0.1 -p "$PGPORT" -U postgres -qc "CREATE DATABASE kforge"
+
+PIDS=()
+stop_services() {
+  for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+}
+trap stop_services EXIT
+
+# start NAME BINARY FLAGS...: runs a service with a ready file, waits until it serves.
+start() {
+  local name=$1 bin=$2
+  shift 2
+  rm -f "$DEMO/$name.ready"
+  "$bin" "$@" --ready_file="$DEMO/$name.ready" >"$DEMO/$name.log" 2>&1 &
+  PIDS+=($!)
+  for _ in $(seq 300); do
+    [[ -f $DEMO/$name.ready ]] && break
+    kill -0 "${PIDS[-1]}" 2>/dev/null || { cat "$DEMO/$name.log"; echo "demo: $name failed"; exit 1; }
+    sleep 0.1
+  done
+  [[ -f $DEMO/$name.ready ]] || { echo "demo: $name did not start"; exit 1; }
+}
+port_of() { sed -E 's/.*"grpc_port":([0-9]+).*/\1/' "$DEMO/$1.ready"; }
+
+start coordinator "$BIN/coordinator/kforge-coordinator" --database_url="$DB_URL" \
+  --grpc_address=127.0.0.1:0 --metrics_address=127.0.0.1:0
+COORD=127.0.0.1:$(port_of coordinator)
+start gateway "$BIN/llm_gateway/kforge-gateway" --grpc_address=127.0.0.1:0 \
+  --metrics_address=127.0.0.1:0
+if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
+  WORKER_FLAGS=(--device=cuda)
+  echo "demo: GPUs found: $(nvidia-smi -L | wc -l); one worker slot per GPU"
+else
+  WORKER_FLAGS=(--device=cpu --slots=2)
+  echo "demo: no GPU: a CPU worker (candidates that need a GPU get rule no_gpu)"
+fi
+start worker "$BIN/gpu_worker/kforge-worker" --coordinator="$COORD" --grpc_address=127.0.0.1:0 \
+  --metrics_address=127.0.0.1:0 --cache_dir="$DEMO/cache" "${WORKER_FLAGS[@]}"
+
+KF=("$BIN/cli/kforge" --coordinator="$COORD")
+for svc in coordinator gateway worker; do
+  echo "demo: $svc health: $("$BIN/cli/kforge" health "127.0.0.1:$(port_of $svc)")"
+done
+"${KF[@]}" workers
+
+# Every example task with its candidates (KernelBench tasks too when a GPU and the task
+# files are there).
+declare -A TASKS=(
+  [tiny_relu]=$REPO/examples/tasks/tiny/tiny_relu.py
+  [tiny_add_scale]=$REPO/examples/tasks/tiny/tiny_add_scale.py
+  [tiny_linear]=$REPO/examples/tasks/tiny/tiny_linear.py
+)
+KB=${KFORGE_KERNELBENCH:-$REPO/../shared/kernelbench}
+if [[ ${WORKER_FLAGS[0]} == --device=cuda && -d $KB/level1 ]]; then
+  TASKS+=([19_ReLU]=$KB/level1/19_ReLU.py [23_Softmax]=$KB/level1/23_Softmax.py
+          [40_LayerNorm]=$KB/level1/40_LayerNorm.py
+          [76_Gemm_Add_ReLU]=$KB/level2/76_Gemm_Add_ReLU.py
+          [1_Conv2D_ReLU_BiasAdd]=$KB/level2/1_Conv2D_ReLU_BiasAdd.py)
+fi
+for name in "${!TASKS[@]}"; do
+  mapfile -t cands < <(ls "$REPO/examples/candidates/$name"/*.py | grep -v -e hangs -e kernelbench_)
+  echo
+  echo "demo: evaluating ${#cands[@]} candidates for $name"
+  "${KF[@]}" eval --task="${TASKS[$name]}" --gpu=any "${cands[@]}"
+done
+
+echo
+echo "demo: results (best correct candidate per task and GPU type, from PostgreSQL)"
+psql -h 127.0.0.1 -p "$PGPORT" -U postgres kforge -P pager=off -c "
+SELECT t.name AS task, e.ran_on_gpu_type AS gpu,
+       round(b.ref_median_ms::numeric, 4) AS reference_ms,
+       round(b.cand_median_ms::numeric, 4) AS best_ms,
+       round(b.speedup::numeric, 3) AS speedup,
+       count(*) AS evaluated,
+       count(*) FILTER (WHERE e.verdict = 'ok') AS correct
+FROM evaluations e JOIN tasks t USING (task_id)
+LEFT JOIN best_per_task_gpu b ON b.task_id = e.task_id AND b.gpu_type = e.ran_on_gpu_type
+GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2;"
+
+stop_services
+trap - EXIT
+echo
+echo "demo: services stopped; PostgreSQL keeps running with the results:"
+echo "  psql -h 127.0.0.1 -p $PGPORT -U postgres kforge -c 'SELECT * FROM leaderboard'"
+echo "  scripts/demo.sh stop    # stops it"
