@@ -3,6 +3,8 @@
 //   kforge health ADDRESS          exit 0 when the server at ADDRESS reports SERVING
 //   kforge task add FILE [--name]  store a KernelBench task; prints its id
 //   kforge workers                 list registered workers
+//   kforge eval --task ID|FILE [--gpu T] CANDIDATE...   evaluate, streaming results
+//   kforge results [--task ID] [--gpu T] [--verdict V]  stored evaluations
 //
 // Exit codes: 0 success, 1 the server answered with an error, 2 bad usage or input,
 // 3 the server could not be reached.
@@ -23,6 +25,8 @@ ABSL_FLAG(std::string, task, "", "eval: a task id, or a KernelBench file to subm
 ABSL_FLAG(std::string, gpu, "any", "eval: comma-separated GPU types to evaluate on");
 ABSL_FLAG(std::string, batch, "", "eval: re-attach to this batch instead of submitting");
 ABSL_FLAG(int, priority, 0, "eval: higher runs first");
+ABSL_FLAG(std::string, verdict, "", "results: only this verdict (ok, incorrect, ...)");
+ABSL_FLAG(int, limit, 50, "results: at most this many rows");
 
 namespace kforge {
 namespace {
@@ -38,6 +42,7 @@ const char kUsage[] =
     "  kforge workers\n"
     "  kforge eval --task ID|FILE [--gpu TYPE[,TYPE]] CANDIDATE...\n"
     "  kforge eval --batch BATCH_ID          (re-attach to a batch's results)\n"
+    "  kforge results [--task ID] [--gpu TYPE] [--verdict V] [--limit N]\n"
     "Flags may also come from the environment (KFORGE_COORDINATOR, ...).";
 
 void SetDeadline(grpc::ClientContext& ctx) {
@@ -131,6 +136,52 @@ std::string VerdictWord(v1::Verdict v) {
   return out;
 }
 
+void PrintHeader() {
+  std::printf("%-8s %-40s %-10s %-14s %9s %11s %11s  %s\n", "#", "CANDIDATE", "GPU", "VERDICT",
+              "SPEEDUP", "REF_MS", "CAND_MS", "REASON");
+}
+
+void PrintRecord(const v1::EvaluationRecord& rec, const std::string& position) {
+  const v1::EvalResult& r = rec.result();
+  std::string ref = rec.client_ref().empty() ? rec.candidate_id().substr(0, 12) : rec.client_ref();
+  if (ref.size() > 40) ref = "..." + ref.substr(ref.size() - 37);
+  std::string reason = r.reason().substr(0, 100);
+  for (char& c : reason) c = c == '\n' ? ' ' : c;
+  std::printf("%-8s %-40s %-10s %-14s %9s %11.4f %11.4f  %s\n", position.c_str(), ref.c_str(),
+              rec.gpu_type().c_str(), VerdictWord(r.verdict()).c_str(),
+              r.has_speedup() ? std::to_string(r.speedup()).substr(0, 7).c_str() : "-",
+              r.reference().median_ms(), r.candidate().median_ms(), reason.c_str());
+  std::fflush(stdout);
+}
+
+int Results() {
+  v1::ResultsQuery q;
+  q.set_task_id(absl::GetFlag(FLAGS_task));
+  std::string gpu = absl::GetFlag(FLAGS_gpu);
+  if (gpu != "any") q.set_gpu_type(gpu);
+  std::string verdict = absl::GetFlag(FLAGS_verdict);
+  if (!verdict.empty()) {
+    std::string upper = "VERDICT_";
+    for (char c : verdict) upper.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+    v1::Verdict v;
+    if (!v1::Verdict_Parse(upper, &v)) {
+      std::fprintf(stderr, "kforge results: unknown verdict %s\n", verdict.c_str());
+      return kExitUsage;
+    }
+    q.set_verdict(v);
+  }
+  q.set_limit(static_cast<uint32_t>(absl::GetFlag(FLAGS_limit)));
+  grpc::ClientContext ctx;
+  SetDeadline(ctx);
+  v1::ResultsResponse resp;
+  grpc::Status s = JobStub()->QueryResults(&ctx, q, &resp);
+  if (!s.ok()) return Fail(s);
+  PrintHeader();
+  int i = 0;
+  for (const auto& rec : resp.evaluations()) PrintRecord(rec, std::to_string(++i));
+  return 0;
+}
+
 // Streams a batch's results: one line per evaluation, a summary at the end.
 int Eval(const std::vector<std::string>& candidates) {
   v1::EvaluateBatchRequest req;
@@ -184,24 +235,12 @@ int Eval(const std::vector<std::string>& candidates) {
   int total = req.candidates_size() * req.gpu_types_size();
   int n = 0, ok = 0;
   v1::EvaluationRecord rec;
-  std::printf("%-8s %-40s %-10s %-14s %9s %11s %11s  %s\n", "PROGRESS", "CANDIDATE", "GPU",
-              "VERDICT", "SPEEDUP", "REF_MS", "CAND_MS", "REASON");
+  PrintHeader();
   while (reader->Read(&rec)) {
     ++n;
-    const v1::EvalResult& r = rec.result();
-    ok += r.verdict() == v1::VERDICT_OK;
-    std::string ref = rec.client_ref().empty() ? rec.candidate_id().substr(0, 12) : rec.client_ref();
-    if (ref.size() > 40) ref = "..." + ref.substr(ref.size() - 37);
-    std::string progress = total > 0 ? std::to_string(n) + "/" + std::to_string(total)
-                                     : std::to_string(n);
-    std::string reason = r.reason().substr(0, 100);
-    for (char& c : reason) c = c == '\n' ? ' ' : c;
-    std::printf("%-8s %-40s %-10s %-14s %9s %11.4f %11.4f  %s\n", progress.c_str(), ref.c_str(),
-                rec.gpu_type().c_str(),
-                VerdictWord(r.verdict()).c_str(),
-                r.has_speedup() ? std::to_string(r.speedup()).substr(0, 7).c_str() : "-",
-                r.reference().median_ms(), r.candidate().median_ms(), reason.c_str());
-    std::fflush(stdout);
+    ok += rec.result().verdict() == v1::VERDICT_OK;
+    PrintRecord(rec, total > 0 ? std::to_string(n) + "/" + std::to_string(total)
+                               : std::to_string(n));
   }
   grpc::Status s = reader->Finish();
   if (!s.ok()) return Fail(s);
@@ -220,6 +259,7 @@ int Main(const std::vector<std::string>& args) {
   if (cmd == "task" && args.size() == 4 && args[2] == "add") return TaskAdd(args[3]);
   if (cmd == "workers" && args.size() == 2) return Workers();
   if (cmd == "eval") return Eval({args.begin() + 2, args.end()});
+  if (cmd == "results" && args.size() == 2) return Results();
   return usage();
 }
 

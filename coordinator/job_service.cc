@@ -62,6 +62,42 @@ grpc::Status Invalid(const std::string& why) {
 
 }  // namespace
 
+namespace {
+
+// Fills `rec` from a stored row.
+void ToRecord(const StoredEvaluation& e, v1::EvaluationRecord* rec) {
+  rec->set_evaluation_id(std::to_string(e.evaluation_id));
+  rec->set_candidate_id(e.candidate_id);
+  rec->set_task_id(e.task_id);
+  rec->set_gpu_type(e.gpu_type);
+  rec->set_worker_id(e.worker_id);
+  rec->set_client_ref(e.client_ref);
+  rec->set_batch_id(e.batch_id);
+  rec->set_attempts(static_cast<uint32_t>(e.attempts));
+  rec->set_finished_at(e.finished_at);
+  std::string error;
+  if (!ResultFromJson(e.result_json, rec->mutable_result(), &error)) {
+    rec->mutable_result()->set_reason("stored result unreadable: " + error);
+  }
+}
+
+}  // namespace
+
+grpc::Status JobServiceImpl::QueryResults(grpc::ServerContext*, const v1::ResultsQuery* req,
+                                          v1::ResultsResponse* resp) {
+  EvaluationFilter f;
+  f.task_id = req->task_id();
+  f.job_id = req->job_id();
+  f.candidate_id = req->candidate_id();
+  f.gpu_type = req->gpu_type();
+  if (req->verdict() != v1::VERDICT_UNSPECIFIED) f.verdict = VerdictName(req->verdict());
+  f.limit = req->limit() == 0 ? 100 : static_cast<int>(std::min<uint32_t>(req->limit(), 10000));
+  auto rows = queue_.Query(f);
+  if (!rows.ok()) return ToGrpcStatus(rows.status());
+  for (const StoredEvaluation& e : *rows) ToRecord(e, resp->add_evaluations());
+  return grpc::Status::OK;
+}
+
 grpc::Status JobServiceImpl::EvaluateBatch(grpc::ServerContext* ctx,
                                            const v1::EvaluateBatchRequest* req,
                                            grpc::ServerWriter<v1::EvaluationRecord>* writer) {
@@ -108,19 +144,7 @@ grpc::Status JobServiceImpl::EvaluateBatch(grpc::ServerContext* ctx,
     if (!done.ok()) return ToGrpcStatus(done.status());
     for (const StoredEvaluation& e : *done) {
       v1::EvaluationRecord rec;
-      rec.set_evaluation_id(std::to_string(e.evaluation_id));
-      rec.set_candidate_id(e.candidate_id);
-      rec.set_task_id(e.task_id);
-      rec.set_gpu_type(e.gpu_type);
-      rec.set_worker_id(e.worker_id);
-      rec.set_client_ref(e.client_ref);
-      rec.set_batch_id(e.batch_id);
-      rec.set_attempts(static_cast<uint32_t>(e.attempts));
-      rec.set_finished_at(e.finished_at);
-      std::string error;
-      if (!ResultFromJson(e.result_json, rec.mutable_result(), &error)) {
-        rec.mutable_result()->set_reason("stored result unreadable: " + error);
-      }
+      ToRecord(e, &rec);
       if (!writer->Write(rec)) return grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
       delivered.insert(e.evaluation_id);
     }

@@ -30,6 +30,9 @@ class JobServiceImpl final : public v1::JobService::Service {
   // Queues the batch (or re-attaches to req.batch_id) and streams every finished evaluation
   // of it until all are done. The batch id is sent first, as initial metadata
   // "kforge-batch-id", so a client that loses the stream can call again with it.
+  // Stored evaluations matching the query, newest first.
+  grpc::Status QueryResults(grpc::ServerContext* ctx, const v1::ResultsQuery* req,
+                            v1::ResultsResponse* resp) override;
   grpc::Status EvaluateBatch(grpc::ServerContext* ctx, const v1::EvaluateBatchRequest* req,
                              grpc::ServerWriter<v1::EvaluationRecord>* writer) override;
 

@@ -40,6 +40,34 @@ auto InTransaction(PgPool& pool, F body) -> decltype(body(std::declval<PgConnect
   return result;
 }
 
+// The columns every StoredEvaluation is read from.
+constexpr char kEvaluationColumns[] =
+    "SELECT evaluation_id, candidate_id, task_id, batch_id, gpu_type, "
+    "  coalesce(ran_on_gpu_type, '') AS ran_on, coalesce(worker_id::text, '') AS worker, "
+    "  coalesce(client_ref, '') AS client_ref, attempts, "
+    "  to_char(finished_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"') AS finished, "
+    "  result::text AS result FROM evaluations ";
+
+std::vector<StoredEvaluation> ParseEvaluations(const PgResult& r) {
+  std::vector<StoredEvaluation> out;
+  for (int i = 0; i < r.rows(); ++i) {
+    StoredEvaluation e;
+    e.evaluation_id = r.GetInt(i, "evaluation_id");
+    e.candidate_id = r.Get(i, "candidate_id");
+    e.task_id = r.Get(i, "task_id");
+    e.batch_id = r.Get(i, "batch_id");
+    e.gpu_type = r.Get(i, "gpu_type");
+    e.ran_on_gpu_type = r.Get(i, "ran_on");
+    e.worker_id = r.Get(i, "worker");
+    e.client_ref = r.Get(i, "client_ref");
+    e.attempts = static_cast<int>(r.GetInt(i, "attempts"));
+    e.finished_at = r.Get(i, "finished");
+    e.result_json = r.Get(i, "result");
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<EnqueuedBatch> QueueStore::Enqueue(const BatchSpec& spec,
@@ -113,33 +141,32 @@ absl::StatusOr<BatchProgress> QueueStore::Progress(const std::string& batch_id) 
 absl::StatusOr<std::vector<StoredEvaluation>> QueueStore::FinishedExcept(
     const std::string& batch_id, const std::set<int64_t>& delivered) {
   std::string skip = "{" + absl::StrJoin(delivered, ",") + "}";
+  ASSIGN_OR_RETURN(PgResult r,
+                   pool_.Exec(absl::StrCat(kEvaluationColumns,
+                                           "WHERE batch_id = $1::uuid AND state = 'done' "
+                                           "  AND NOT (evaluation_id = ANY($2::bigint[])) "
+                                           "ORDER BY evaluation_id"),
+                              {batch_id, skip}));
+  return ParseEvaluations(r);
+}
+
+absl::StatusOr<std::vector<StoredEvaluation>> QueueStore::Query(const EvaluationFilter& f) {
+  auto param = [](const std::string& v) -> std::optional<std::string> {
+    if (v.empty()) return std::nullopt;
+    return v;
+  };
   ASSIGN_OR_RETURN(
       PgResult r,
-      pool_.Exec("SELECT evaluation_id, candidate_id, task_id, batch_id, gpu_type, "
-                 "  coalesce(ran_on_gpu_type, '') AS ran_on, coalesce(worker_id::text, '') AS "
-                 "  worker, coalesce(client_ref, '') AS client_ref, attempts, "
-                 "  to_char(finished_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"') "
-                 "  AS finished, result::text AS result "
-                 "FROM evaluations WHERE batch_id = $1::uuid AND state = 'done' "
-                 "  AND NOT (evaluation_id = ANY($2::bigint[])) ORDER BY evaluation_id",
-                 {batch_id, skip}));
-  std::vector<StoredEvaluation> out;
-  for (int i = 0; i < r.rows(); ++i) {
-    StoredEvaluation e;
-    e.evaluation_id = r.GetInt(i, "evaluation_id");
-    e.candidate_id = r.Get(i, "candidate_id");
-    e.task_id = r.Get(i, "task_id");
-    e.batch_id = r.Get(i, "batch_id");
-    e.gpu_type = r.Get(i, "gpu_type");
-    e.ran_on_gpu_type = r.Get(i, "ran_on");
-    e.worker_id = r.Get(i, "worker");
-    e.client_ref = r.Get(i, "client_ref");
-    e.attempts = static_cast<int>(r.GetInt(i, "attempts"));
-    e.finished_at = r.Get(i, "finished");
-    e.result_json = r.Get(i, "result");
-    out.push_back(std::move(e));
-  }
-  return out;
+      pool_.Exec(absl::StrCat(kEvaluationColumns,
+                              "WHERE state = 'done' AND ($1::text IS NULL OR task_id = $1) "
+                              "  AND ($2::uuid IS NULL OR job_id = $2::uuid) "
+                              "  AND ($3::text IS NULL OR candidate_id = $3) "
+                              "  AND ($4::text IS NULL OR gpu_type = $4 OR ran_on_gpu_type = $4) "
+                              "  AND ($5::text IS NULL OR verdict = $5) "
+                              "ORDER BY finished_at DESC, evaluation_id DESC LIMIT $6"),
+                 {param(f.task_id), param(f.job_id), param(f.candidate_id), param(f.gpu_type),
+                  param(f.verdict), std::to_string(f.limit)}));
+  return ParseEvaluations(r);
 }
 
 absl::StatusOr<std::vector<LeaseGrant>> QueueStore::Lease(const std::string& worker_id,

@@ -67,6 +67,13 @@ struct StoredEvaluation {
   int attempts = 0;
 };
 
+// Filters for Query; empty fields match everything.
+struct EvaluationFilter {
+  std::string task_id, job_id, candidate_id, gpu_type;
+  std::string verdict;  // "ok", "incorrect", ...
+  int limit = 100;
+};
+
 struct BatchProgress {
   std::string task_id;
   int total = 0;
@@ -90,6 +97,9 @@ class QueueStore {
   // order, so a cursor on the id would skip some.)
   absl::StatusOr<std::vector<StoredEvaluation>> FinishedExcept(const std::string& batch_id,
                                                                const std::set<int64_t>& delivered);
+
+  // Finished evaluations matching the filter, newest first.
+  absl::StatusOr<std::vector<StoredEvaluation>> Query(const EvaluationFilter& filter);
 
   absl::StatusOr<std::vector<LeaseGrant>> Lease(const std::string& worker_id,
                                                 const std::string& gpu_type, int max_leases,

@@ -34,7 +34,14 @@ void Reaper::Loop() {
     }
     auto depth = queue_.QueueDepth();
     if (depth.ok()) {
-      for (auto& [type, n] : *depth) depth_.Add({{"gpu_type", type}}).Set(static_cast<double>(n));
+      // Types whose queue emptied read 0, not their last value.
+      for (const std::string& type : seen_types_) {
+        if (!depth->count(type)) depth_.Add({{"gpu_type", type}}).Set(0);
+      }
+      for (auto& [type, n] : *depth) {
+        depth_.Add({{"gpu_type", type}}).Set(static_cast<double>(n));
+        seen_types_.insert(type);
+      }
     }
   }
 }

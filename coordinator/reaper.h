@@ -5,6 +5,8 @@
 #ifndef KFORGE_COORDINATOR_REAPER_H_
 #define KFORGE_COORDINATOR_REAPER_H_
 
+#include <set>
+#include <string>
 #include <thread>
 
 #include "absl/synchronization/notification.h"
@@ -28,6 +30,7 @@ class Reaper {
   Notifier& notifier_;
   prometheus::Family<prometheus::Gauge>& depth_;
   const double interval_s_;
+  std::set<std::string> seen_types_;  // used by the reaper thread only
   absl::Notification stop_;
   std::thread thread_;
 };

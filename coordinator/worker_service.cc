@@ -20,8 +20,11 @@ void ApplyTaskOptions(const std::string& options_json, v1::EvalRequest* req) {
   google::protobuf::util::JsonParseOptions parse;
   parse.ignore_unknown_fields = true;
   if (!google::protobuf::util::JsonStringToMessage(options_json, &opts, parse).ok()) return;
-  req->set_atol(opts.atol());
-  req->set_rtol(opts.rtol());
+  // fp16/bf16 tasks get KernelBench's 1e-2 unless the task sets its own tolerances; fp32 gets
+  // the engine's defaults (which also follow the output dtype).
+  bool low = opts.precision() == "fp16" || opts.precision() == "bf16";
+  req->set_atol(opts.atol() > 0 ? opts.atol() : (low ? 1e-2 : 0));
+  req->set_rtol(opts.rtol() > 0 ? opts.rtol() : (low ? 1e-2 : 0));
   req->set_correctness_trials(opts.correctness_trials());
 }
 
@@ -166,7 +169,15 @@ grpc::Status WorkerServiceImpl::Connect(
           LogInfo("lease granted", {{"lease_id", g.lease_id},
                                     {"evaluation_id", std::to_string(g.evaluation_id)},
                                     {"worker_id", worker_id}});
-          if (!stream->Write(out)) break;
+          if (!stream->Write(out)) {
+            // The worker is gone: hand back what it never received (this one and the rest).
+            bool unsent = false;
+            for (const LeaseGrant& back : *grants) {
+              unsent = unsent || back.lease_id == g.lease_id;
+              if (unsent) (void)queue_.Release(back.lease_id, worker_id);
+            }
+            break;
+          }
         }
         if (!grants->empty()) continue;
       }
@@ -175,6 +186,16 @@ grpc::Status WorkerServiceImpl::Connect(
   }
   ctx->TryCancel();
   reader.join();
+  bool drained;
+  {
+    absl::MutexLock lock(&mu);
+    drained = draining && outstanding.empty();
+  }
+  if (drained) {
+    // A worker that drained and left is listed no more.
+    (void)queue_.MarkWorker(worker_id, "gone");
+    LogInfo("worker drained and left", {{"worker_id", worker_id}});
+  }
   return grpc::Status::OK;
 }
 

@@ -70,6 +70,9 @@ SandboxPolicy PolicyFor(const WorkerOptions& options) {
   policy.scratch_root = options.scratch_root;
   policy.run_as_user = options.sandbox_user;
   policy.max_output_bytes = 8 << 20;  // stdout carries the JSON result
+  // Bounds a fork bomb while it runs (the PID namespace ends the rest afterwards). Counts the
+  // threads of every process of the sandbox user: torch and CUDA start dozens per child.
+  policy.processes = 4096;
   return policy;
 }
 
@@ -191,10 +194,10 @@ void Worker::Run(const std::atomic<bool>& stop) {
         double secs = std::chrono::duration<double>(Clock::now() - t0).count();
         duration.Observe(secs);
         busy.Decrement();
-        evaluations.Add({{"verdict", v1::Verdict_Name(result.verdict())}}).Increment();
+        evaluations.Add({{"verdict", VerdictName(result.verdict())}}).Increment();
         LogInfo("evaluation done", {{"lease_id", lease.lease_id()},
                                     {"evaluation_id", lease.evaluation_id()},
-                                    {"verdict", v1::Verdict_Name(result.verdict())},
+                                    {"verdict", VerdictName(result.verdict())},
                                     {"seconds", std::to_string(secs)}});
         v1::WorkerMessage m;
         m.mutable_result()->set_lease_id(lease.lease_id());
@@ -209,29 +212,49 @@ void Worker::Run(const std::atomic<bool>& stop) {
 
   double backoff_s = 0.2;
   bool drained = false;
+  std::string worker_id;  // kept across reconnects, so results of earlier leases still count
+  double heartbeat_interval_s = 2;
+  auto drain_deadline = Clock::time_point::max();
   while (!drained) {
-    // Register (again) and connect.
-    v1::RegisterRequest reg;
-    *reg.mutable_facts() = options_.facts;
-    v1::RegisterResponse reg_resp;
-    grpc::ClientContext reg_ctx;
-    reg_ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-    grpc::Status rs = stub->Register(&reg_ctx, reg, &reg_resp);
-    if (!rs.ok()) {
-      {
-        absl::MutexLock lock(&shared.mu);
-        if (stop && shared.running == 0 && shared.queued.empty()) break;  // nothing to deliver
-      }
-      LogWarning("cannot reach the coordinator; retrying",
-                 {{"error", rs.error_message()}, {"backoff_s", std::to_string(backoff_s)}});
-      for (double w = 0; w < backoff_s; w += 0.05) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      }
-      backoff_s = std::min(backoff_s * 2, 10.0);
-      continue;
+    if (stop && drain_deadline == Clock::time_point::max()) {
+      drain_deadline = Clock::now() + std::chrono::seconds(60);
     }
-    backoff_s = 0.2;
-    const std::string worker_id = reg_resp.worker_id();
+    {
+      absl::MutexLock lock(&shared.mu);
+      if (stop && shared.running == 0 && shared.queued.empty() && shared.outbox.empty()) break;
+    }
+    if (Clock::now() > drain_deadline) {
+      absl::MutexLock lock(&shared.mu);
+      LogWarning("giving up on delivering results while draining; their leases will expire "
+                 "and run again elsewhere",
+                 {{"undelivered", std::to_string(shared.outbox.size())}});
+      break;
+    }
+    if (worker_id.empty()) {
+      v1::RegisterRequest reg;
+      *reg.mutable_facts() = options_.facts;
+      v1::RegisterResponse reg_resp;
+      grpc::ClientContext reg_ctx;
+      reg_ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+      grpc::Status rs = stub->Register(&reg_ctx, reg, &reg_resp);
+      if (!rs.ok()) {
+        {
+          absl::MutexLock lock(&shared.mu);
+          if (stop && shared.running == 0 && shared.queued.empty() && shared.outbox.empty()) {
+            break;  // nothing left to deliver
+          }
+        }
+        LogWarning("cannot reach the coordinator; retrying",
+                   {{"error", rs.error_message()}, {"backoff_s", std::to_string(backoff_s)}});
+        for (double w = 0; w < backoff_s; w += 0.05) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        backoff_s = std::min(backoff_s * 2, 10.0);
+        continue;
+      }
+      worker_id = reg_resp.worker_id();
+      if (reg_resp.heartbeat_interval_s() > 0) heartbeat_interval_s = reg_resp.heartbeat_interval_s();
+    }
     auto s = std::make_shared<Session>(*stub);
     {
       absl::MutexLock lock(&session_mu);
@@ -251,7 +274,7 @@ void Worker::Run(const std::atomic<bool>& stop) {
 
     std::atomic<bool> session_over{false};
     std::thread heartbeat([&] {
-      double interval = reg_resp.heartbeat_interval_s() > 0 ? reg_resp.heartbeat_interval_s() : 2;
+      double interval = heartbeat_interval_s;
       bool announced_drain = false;
       auto next = Clock::now();
       while (!session_over) {
@@ -294,7 +317,10 @@ void Worker::Run(const std::atomic<bool>& stop) {
     });
 
     v1::CoordinatorMessage msg;
+    bool got_any = false;
     while (s->Read(&msg)) {
+      got_any = true;
+      backoff_s = 0.2;
       if (!msg.has_lease()) continue;
       absl::MutexLock lock(&shared.mu);
       if (shared.draining) {
@@ -321,7 +347,16 @@ void Worker::Run(const std::atomic<bool>& stop) {
     }
     if (!drained) {
       LogWarning("stream to the coordinator ended; reconnecting",
-                 {{"error", fin.error_message()}});
+                 {{"error", fin.error_message()}, {"backoff_s", std::to_string(backoff_s)}});
+      // A coordinator that no longer knows this worker (its row is gone) asks for a new
+      // registration; anything else keeps the id.
+      if (fin.error_code() == grpc::StatusCode::NOT_FOUND) worker_id.clear();
+      if (!got_any) {
+        for (double w = 0; w < backoff_s; w += 0.05) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        backoff_s = std::min(backoff_s * 2, 10.0);
+      }
     }
   }
   {

@@ -60,12 +60,12 @@ Comparison CompareOutputs(const std::vector<at::Tensor>& ref, const std::vector<
                            " elements are NaN or Inf where the reference is finite "
                            "(unwritten or invalid results)");
       }
-      // Compare only where both are finite; positions where the reference is non-finite must
-      // match exactly in kind.
-      at::Tensor mismatch_nonfinite =
-          at::logical_and(at::logical_not(ref_finite), at::ne(rd.nan_to_num(0, 1, -1),
-                                                              kd.nan_to_num(0, 1, -1)));
-      if (mismatch_nonfinite.any().item<bool>()) {
+      // Where the reference is NaN the candidate must be NaN; where it is +/-Inf, the same Inf.
+      at::Tensor ref_nan = at::isnan(rd);
+      at::Tensor ref_inf = at::isinf(rd);
+      at::Tensor wrong_nan = at::logical_and(ref_nan, at::logical_not(at::isnan(kd)));
+      at::Tensor wrong_inf = at::logical_and(ref_inf, at::ne(rd, kd));
+      if (at::logical_or(wrong_nan, wrong_inf).any().item<bool>()) {
         return fail(i, "NaN/Inf positions differ from the reference");
       }
       rd = at::where(ref_finite, rd, at::zeros_like(rd));

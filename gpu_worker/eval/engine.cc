@@ -242,8 +242,9 @@ class Evaluation {
           CallOnDevice(candidate_.attr("ModelNew"), target_, init_inputs_).attr("to")(target_.name());
       CopyMatchingState(ref_model_, cand_model_);
     } catch (const py::error_already_set& e) {
-      return Verdict{v1::VERDICT_RUNTIME_ERROR,
-                     "ModelNew could not be constructed: " + DescribePythonError(e), ""};
+      std::string what = DescribePythonError(e);
+      return Verdict{v1::VERDICT_RUNTIME_ERROR, "ModelNew could not be constructed: " + what,
+                     what.find("no GPU (CPU mode)") != std::string::npos ? "no_gpu" : ""};
     }
     if (SwitchSnapshot() != switches_) {
       return Verdict{v1::VERDICT_REJECTED,

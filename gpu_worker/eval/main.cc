@@ -134,7 +134,7 @@ int main(int argc, char** argv) {
     }
     req.set_device(flags.count("device") ? flags["device"] : "cuda");
     req.set_arch(flags["arch"]);
-    req.set_seed(static_cast<uint64_t>(num("seed", 0)));
+    req.set_seed(flags.count("seed") ? std::strtoull(flags["seed"].c_str(), nullptr, 10) : 0);
     req.set_correctness_trials(static_cast<uint32_t>(num("trials", 0)));
     req.set_atol(num("atol", 0));
     req.set_rtol(num("rtol", 0));

@@ -53,8 +53,8 @@ Outputs OutputsToTensors(const pybind11::object& out);
 // Returns how many were copied.
 int CopyMatchingState(const pybind11::object& ref, const pybind11::object& cand);
 
-// Process-wide numerical switches (TF32, cudnn flags, matmul precision, default dtype, grad
-// mode...) as one comparable string.
+// Process-wide numerical switches (TF32 and reduced-precision flags, cudnn flags, matmul
+// precision, default dtype, deterministic algorithms) as one comparable string.
 std::string SwitchSnapshot();
 
 // Poisons the caching allocator's free memory with NaN bytes so that an output the candidate

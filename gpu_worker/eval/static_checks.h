@@ -4,7 +4,8 @@
 // Rules (Python dialects):
 //   forbidden_import   ctypes, gc, inspect, os, sys, subprocess, socket, threading,
 //                      multiprocessing, signal, importlib, builtins, pickle, shutil, pathlib,
-//                      io, resource, mmap: reach into the process or out of the sandbox
+//                      io, resource, mmap, _thread, posix, cffi: reach into the process or out
+//                      of the sandbox
 //   forbidden_call     __import__, eval/exec/compile/open builtins, dunder escapes
 //                      (__globals__, __subclasses__, __builtins__...), assignment to or setattr
 //                      on torch/time/numpy attributes (patched timers and comparisons)
