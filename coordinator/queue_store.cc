@@ -310,6 +310,17 @@ absl::StatusOr<std::map<std::string, int64_t>> QueueStore::QueueDepth() {
   return out;
 }
 
+absl::StatusOr<std::map<std::string, int64_t>> QueueStore::LiveWorkers(double window_s) {
+  ASSIGN_OR_RETURN(PgResult r,
+                   pool_.Exec("SELECT gpu_type, count(*) AS n FROM workers WHERE state <> 'gone' "
+                              "  AND last_heartbeat > now() - make_interval(secs => $1::float8) "
+                              "GROUP BY gpu_type",
+                              {std::to_string(window_s)}));
+  std::map<std::string, int64_t> out;
+  for (int i = 0; i < r.rows(); ++i) out[r.Get(i, "gpu_type")] = r.GetInt(i, "n");
+  return out;
+}
+
 absl::Status QueueStore::MarkWorker(const std::string& worker_id, const std::string& state) {
   return pool_.Exec("UPDATE workers SET state = $2 WHERE worker_id = $1::uuid",
                     {worker_id, state})

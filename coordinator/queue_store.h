@@ -113,6 +113,8 @@ class QueueStore {
   // Hands an unrun lease back (a draining worker); the attempt is not counted.
   absl::Status Release(const std::string& lease_id, const std::string& worker_id);
   absl::StatusOr<ReclaimStats> ReclaimExpired();
+  // Workers that heartbeated within `window_s`, per GPU type.
+  absl::StatusOr<std::map<std::string, int64_t>> LiveWorkers(double window_s);
   // Queued items per GPU type.
   absl::StatusOr<std::map<std::string, int64_t>> QueueDepth();
   absl::Status MarkWorker(const std::string& worker_id, const std::string& state);

@@ -12,6 +12,10 @@ Reaper::Reaper(QueueStore& queue, Notifier& notifier, prometheus::Registry& metr
                  .Name("kforge_queue_depth")
                  .Help("Evaluations waiting for a worker, by GPU type")
                  .Register(metrics)),
+      workers_(prometheus::BuildGauge()
+                   .Name("kforge_workers")
+                   .Help("Workers that heartbeated in the last 30 s, by GPU type")
+                   .Register(metrics)),
       interval_s_(interval_s),
       thread_([this] { Loop(); }) {}
 
@@ -20,6 +24,18 @@ Reaper::~Reaper() { Stop(); }
 void Reaper::Stop() {
   if (!stop_.HasBeenNotified()) stop_.Notify();
   if (thread_.joinable()) thread_.join();
+}
+
+void Reaper::Publish(const std::map<std::string, int64_t>& counts,
+                     prometheus::Family<prometheus::Gauge>& family, std::set<std::string>& seen) {
+  // Types that dropped to nothing read 0, not their last value.
+  for (const std::string& type : seen) {
+    if (!counts.count(type)) family.Add({{"gpu_type", type}}).Set(0);
+  }
+  for (const auto& [type, n] : counts) {
+    family.Add({{"gpu_type", type}}).Set(static_cast<double>(n));
+    seen.insert(type);
+  }
 }
 
 void Reaper::Loop() {
@@ -32,17 +48,8 @@ void Reaper::Loop() {
                                            {"abandoned", std::to_string(stats->abandoned)}});
       notifier_.Notify();
     }
-    auto depth = queue_.QueueDepth();
-    if (depth.ok()) {
-      // Types whose queue emptied read 0, not their last value.
-      for (const std::string& type : seen_types_) {
-        if (!depth->count(type)) depth_.Add({{"gpu_type", type}}).Set(0);
-      }
-      for (auto& [type, n] : *depth) {
-        depth_.Add({{"gpu_type", type}}).Set(static_cast<double>(n));
-        seen_types_.insert(type);
-      }
-    }
+    if (auto depth = queue_.QueueDepth(); depth.ok()) Publish(*depth, depth_, seen_types_);
+    if (auto live = queue_.LiveWorkers(30); live.ok()) Publish(*live, workers_, seen_worker_types_);
   }
 }
 
