@@ -184,13 +184,14 @@ absl::StatusOr<std::vector<LeaseGrant>> QueueStore::Lease(const std::string& wor
           "  WHERE q.evaluation_id = p.evaluation_id RETURNING q.evaluation_id), "
           "upd AS (UPDATE evaluations e SET state = 'leased', attempts = e.attempts + 1 "
           "  FROM gone g WHERE e.evaluation_id = g.evaluation_id "
-          "  RETURNING e.evaluation_id, e.attempts, e.task_id, e.candidate_id, e.settings), "
+          "  RETURNING e.evaluation_id, e.attempts, e.task_id, e.candidate_id, e.settings, "
+          "  extract(epoch FROM now() - e.enqueued_at) AS waited_s), "
           "ins AS (INSERT INTO leases (evaluation_id, worker_id, attempt, deadline) "
           "  SELECT evaluation_id, $1::uuid, attempts, now() + make_interval(secs => $4::float8) "
           "  FROM upd RETURNING lease_id, evaluation_id) "
           "SELECT ins.lease_id, upd.evaluation_id, upd.attempts, t.name, t.source AS task_source, "
           "  t.options::text AS options, c.source AS cand_source, c.dialect, "
-          "  upd.settings::text AS settings "
+          "  upd.settings::text AS settings, upd.waited_s "
           "FROM ins JOIN upd USING (evaluation_id) JOIN tasks t ON t.task_id = upd.task_id "
           "JOIN candidates c ON c.candidate_id = upd.candidate_id ORDER BY upd.evaluation_id",
           {worker_id, gpu_type, std::to_string(max_leases), std::to_string(lease_timeout_s)}));
@@ -206,6 +207,7 @@ absl::StatusOr<std::vector<LeaseGrant>> QueueStore::Lease(const std::string& wor
     g.candidate_source = r.Get(i, "cand_source");
     g.dialect = r.Get(i, "dialect");
     g.settings_json = r.Get(i, "settings");
+    g.waited_s = r.GetDouble(i, "waited_s");
     out.push_back(std::move(g));
   }
   return out;

@@ -58,6 +58,7 @@ struct LeaseGrant {
   std::string candidate_source;
   std::string dialect;
   std::string settings_json;
+  double waited_s = 0;  // from enqueue to this lease
 };
 
 struct StoredEvaluation {

@@ -43,7 +43,11 @@ WorkerServiceImpl::WorkerServiceImpl(PgStore& store, QueueStore& queue, Notifier
       leases_(prometheus::BuildCounter()
                   .Name("kforge_leases_granted_total")
                   .Help("Leases handed to workers, by GPU type")
-                  .Register(metrics)) {}
+                  .Register(metrics)),
+      queue_wait_(prometheus::BuildHistogram()
+                      .Name("kforge_queue_wait_seconds")
+                      .Help("Time from enqueue to lease, by GPU type")
+                      .Register(metrics)) {}
 
 grpc::Status WorkerServiceImpl::Register(grpc::ServerContext*, const v1::RegisterRequest* req,
                                          v1::RegisterResponse* resp) {
@@ -166,6 +170,11 @@ grpc::Status WorkerServiceImpl::Connect(
             outstanding.insert(g.lease_id);
           }
           leases_.Add({{"gpu_type", gpu_type}}).Increment();
+          queue_wait_
+              .Add({{"gpu_type", gpu_type}},
+                   prometheus::Histogram::BucketBoundaries{0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120,
+                                                           600, 3600})
+              .Observe(g.waited_s);
           LogInfo("lease granted", {{"lease_id", g.lease_id},
                                     {"evaluation_id", std::to_string(g.evaluation_id)},
                                     {"worker_id", worker_id}});

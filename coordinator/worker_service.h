@@ -14,6 +14,7 @@
 #include "coordinator/queue_store.h"
 #include "kforge/v1/worker.grpc.pb.h"
 #include "prometheus/counter.h"
+#include "prometheus/histogram.h"
 #include "prometheus/registry.h"
 
 namespace kforge {
@@ -42,6 +43,7 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
   const WorkerTimings timings_;
   prometheus::Family<prometheus::Counter>& results_;
   prometheus::Family<prometheus::Counter>& leases_;
+  prometheus::Family<prometheus::Histogram>& queue_wait_;
 };
 
 }  // namespace kforge

@@ -149,6 +149,21 @@ void Worker::Run(const std::atomic<bool>& stop) {
                        .Register(metrics_)
                        .Add({}, prometheus::Histogram::BucketBoundaries{0.5, 1, 2, 5, 10, 30, 60,
                                                                         120, 300, 600});
+  auto& stages = prometheus::BuildHistogram()
+                     .Name("kforge_worker_stage_seconds")
+                     .Help("Engine stage durations (startup, build, correctness, timing)")
+                     .Register(metrics_);
+  const prometheus::Histogram::BucketBoundaries stage_buckets{0.01, 0.05, 0.1, 0.3, 1, 3,
+                                                              10, 30, 100};
+  auto observe_stages = [&](const v1::EvalResult& r) {
+    const auto& st = r.stages();
+    for (auto [name, value] : {std::pair<const char*, double>{"startup", st.startup_s()},
+                               {"build", st.build_s()},
+                               {"correctness", st.correctness_s()},
+                               {"timing", st.timing_s()}}) {
+      if (value > 0) stages.Add({{"stage", name}}, stage_buckets).Observe(value);
+    }
+  };
   auto channel = grpc::CreateChannel(options_.coordinator, grpc::InsecureChannelCredentials());
   auto stub = v1::WorkerService::NewStub(channel);
   Shared shared;
@@ -193,6 +208,7 @@ void Worker::Run(const std::atomic<bool>& stop) {
         v1::EvalResult result = RunEvaluation(options_, lease.request(), device);
         double secs = std::chrono::duration<double>(Clock::now() - t0).count();
         duration.Observe(secs);
+        observe_stages(result);
         busy.Decrement();
         evaluations.Add({{"verdict", VerdictName(result.verdict())}}).Increment();
         LogInfo("evaluation done", {{"lease_id", lease.lease_id()},
