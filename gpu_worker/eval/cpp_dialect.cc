@@ -1,0 +1,686 @@
+#include "gpu_worker/eval/cpp_dialect.h"
+
+#include <ATen/core/grad_mode.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <nvrtc.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "common/base/sha256.h"
+#include "common/base/subprocess.h"
+#include "gpu_worker/eval/nvrtc_compile.h"
+
+#define KFORGE_CANDIDATE_ENGINE_SIDE
+#include "kforge/candidate.h"
+
+namespace kforge::eval {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr size_t kMaxNvrtcLogBytes = 16 << 10;
+constexpr const char* kSourceName = "candidate.cpp";
+constexpr const char* kPchHeader = "kforge_pch.h";
+
+CppBuildStats g_stats;
+
+double Since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// POSIX rather than std::filesystem: libtorch.so exports its own, incompatible copy of
+// std::filesystem's functions, which the dynamic linker may bind in the engine's process.
+bool Exists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
+
+// mkdir -p. Returns an error message, empty on success.
+std::string MakeDirs(const std::string& path) {
+  for (size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {
+    std::string prefix = path.substr(0, slash);
+    if (mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) {
+      return "cannot create " + prefix + ": " + strerror(errno);
+    }
+    if (slash == std::string::npos) return "";
+  }
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Writes through a temporary name and a rename, so readers never see a partial file.
+bool WriteFileAtomically(const std::string& path, const std::string& data) {
+  std::string tmp = path + ".tmp" + std::to_string(getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out.write(data.data(), static_cast<std::streamsize>(data.size()));
+    if (!out) return false;
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) == 0) return true;
+  std::remove(tmp.c_str());
+  return false;
+}
+
+std::string Bounded(std::string log, size_t max_bytes) {
+  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+  if (log.size() > max_bytes) log = log.substr(0, max_bytes) + "\n[log truncated]";
+  return log;
+}
+
+std::string CacheRoot(const std::string& configured, std::string* error) {
+  std::string root = configured;
+  if (root.empty()) {
+    if (const char* home = std::getenv("HOME"); home && *home) {
+      root = std::string(home) + "/.cache/kforge";
+    } else {
+      static const std::string temporary = [] {  // one per process: the PCH is reused
+        const char* tmpdir = std::getenv("TMPDIR");
+        std::string tmpl = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/kforge-cpp-XXXXXX";
+        return mkdtemp(tmpl.data()) ? tmpl : std::string();
+      }();
+      if (temporary.empty()) {
+        *error = "cannot create a temporary cache directory: " + std::string(strerror(errno));
+        return "";
+      }
+      root = temporary;
+    }
+  }
+  *error = MakeDirs(root + "/cpp");
+  return root;
+}
+
+// Flags shared by the PCH and every compile (they must agree for the PCH to be used).
+std::vector<std::string> CompileFlags(const CppToolchain& tc) {
+  std::vector<std::string> flags = {"-O2", "-std=c++17", "-fPIC", "-D_GLIBCXX_USE_CXX11_ABI=1"};
+  for (const auto& dir : tc.include_dirs) {
+    flags.push_back("-isystem");
+    flags.push_back(dir);
+  }
+  return flags;
+}
+
+std::vector<std::string> LinkFlags(const CppToolchain& tc) {
+  // -z defs: a missing `forward` or an unknown symbol is a link error with the symbol's name,
+  // not a failed dlopen later. The libraries are the ones the engine has loaded already.
+  return {"-shared",
+          "-Wl,-z,defs",
+          "-Wl,--as-needed",
+          "-L" + tc.torch_lib_dir,
+          "-lc10",
+          "-ltorch_cpu",
+          "-Wl,-rpath," + tc.torch_lib_dir};
+}
+
+std::string CandidateHeader(const CppToolchain& tc) {
+  for (const auto& dir : tc.include_dirs) {
+    std::string text = ReadFile(dir + "/kforge/candidate.h");
+    if (!text.empty()) return text;
+  }
+  return "";
+}
+
+std::string JoinArgs(const std::vector<std::string>& args) {
+  std::string out;
+  for (const auto& a : args) out += (out.empty() ? "" : " ") + a;
+  return out;
+}
+
+// One run of the host compiler; `log` gets its output.
+SubprocessResult RunCompiler(const CppToolchain& tc, std::vector<std::string> args,
+                             const std::string& cwd) {
+  SpawnOptions o;
+  o.argv = {tc.cxx};
+  o.argv.insert(o.argv.end(), args.begin(), args.end());
+  // ASCII diagnostics; and collect2 finds `ld` through PATH, which a sandbox may have cleared.
+  o.env = {"LC_ALL=C"};
+  if (const char* path = std::getenv("PATH"); !path || !*path) {
+    o.env.push_back("PATH=/usr/local/bin:/usr/bin:/bin");
+  }
+  o.cwd = cwd;
+  o.wall_limit_s = tc.compile_timeout_s;
+  o.max_output_bytes = tc.max_log_bytes;
+  return RunSubprocess(std::move(o));
+}
+
+std::string CompilerLog(const SubprocessResult& r, size_t max_bytes) {
+  std::string log = r.stderr_data;
+  if (!r.stdout_data.empty()) log += (log.empty() ? "" : "\n") + r.stdout_data;
+  return Bounded(log, max_bytes);
+}
+
+// Builds <pch_dir>/kforge_pch.h.gch unless present (or when `rebuild`). Returns an error.
+std::string EnsurePch(const CppToolchain& tc, const std::string& pch_dir, bool rebuild) {
+  std::string header = pch_dir + "/" + kPchHeader;
+  std::string gch = header + ".gch";
+  if (!rebuild && Exists(gch)) return "";
+  if (std::string e = MakeDirs(pch_dir); !e.empty()) return e;
+  if (!WriteFileAtomically(header, "#include <kforge/candidate.h>\n#include <ATen/ATen.h>\n")) {
+    return "cannot write " + header;
+  }
+  std::string tmp = gch + ".tmp" + std::to_string(getpid());
+  std::vector<std::string> args = CompileFlags(tc);
+  for (const char* a : {"-x", "c++-header"}) args.push_back(a);
+  args.insert(args.end(), {header, "-o", tmp});
+  auto start = Clock::now();
+  SubprocessResult r = RunCompiler(tc, args, pch_dir);
+  ++g_stats.pch_builds;
+  g_stats.pch_s += Since(start);
+  if (!r.Succeeded() || std::rename(tmp.c_str(), gch.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return "building the precompiled header failed (" + r.Describe() + "): " + tc.cxx + " " +
+           JoinArgs(args) + "\n" + CompilerLog(r, tc.max_log_bytes);
+  }
+  return "";
+}
+
+bool StalePch(const std::string& log) {
+  return log.find("invalid-pch") != std::string::npos ||
+         log.find("precompiled header") != std::string::npos;
+}
+
+// The NVRTC source: the kernels with a #line directive, so that NVRTC's messages carry line
+// numbers of the candidate file.
+std::string KernelsWithLineInfo(const std::string& file, const std::string& kernels) {
+  size_t at = file.find(kernels);
+  if (at == std::string::npos) return kernels;
+  size_t line = 1;
+  for (size_t i = 0; i < at; ++i) line += file[i] == '\n';
+  return "#line " + std::to_string(line) + " \"" + kSourceName + "\"\n" + kernels;
+}
+
+std::vector<std::string> SplitOptions(const char* options) {
+  std::vector<std::string> out;
+  std::istringstream in(options ? options : "");
+  for (std::string o; in >> o;) out.push_back(o);
+  return out;
+}
+
+// Driver entry points, resolved once through the runtime so that the engine needs no driver
+// to start (CPU mode).
+struct Driver {
+  decltype(&cuModuleLoadData) module_load_data = nullptr;
+  decltype(&cuModuleUnload) module_unload = nullptr;
+  decltype(&cuModuleGetFunction) module_get_function = nullptr;
+  decltype(&cuFuncGetParamInfo) func_get_param_info = nullptr;
+  decltype(&cuFuncSetAttribute) func_set_attribute = nullptr;
+  decltype(&cuLaunchKernel) launch_kernel = nullptr;
+  decltype(&cuGetErrorString) get_error_string = nullptr;
+};
+
+template <typename F>
+void Resolve(const char* name, F* out) {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult q;
+  if (cudaGetDriverEntryPointByVersion(name, &fn, 12040, cudaEnableDefault, &q) != cudaSuccess ||
+      q != cudaDriverEntryPointSuccess || fn == nullptr) {
+    cudaGetLastError();
+    throw std::runtime_error(std::string("kforge: driver function ") + name + " is unavailable");
+  }
+  *out = reinterpret_cast<F>(fn);
+}
+
+const Driver& GetDriver() {
+  static const Driver driver = [] {
+    Driver d;
+    Resolve("cuModuleLoadData", &d.module_load_data);
+    Resolve("cuModuleUnload", &d.module_unload);
+    Resolve("cuModuleGetFunction", &d.module_get_function);
+    Resolve("cuFuncGetParamInfo", &d.func_get_param_info);
+    Resolve("cuFuncSetAttribute", &d.func_set_attribute);
+    Resolve("cuLaunchKernel", &d.launch_kernel);
+    Resolve("cuGetErrorString", &d.get_error_string);
+    return d;
+  }();
+  return driver;
+}
+
+void CheckCu(CUresult r, const std::string& what) {
+  if (r == CUDA_SUCCESS) return;
+  const char* msg = nullptr;
+  GetDriver().get_error_string(r, &msg);
+  throw std::runtime_error("kforge: " + what + " failed: " + (msg ? msg : "unknown error") +
+                           " (CUresult " + std::to_string(static_cast<int>(r)) + ")");
+}
+
+// The engine's side of kforge::Context: the candidate's NVRTC module and its launches.
+class CppContext final : public kforge::Context {
+ public:
+  CppContext(const CppBuildConfig& config, std::string cubin)
+      : gpu_(config.gpu_available),
+        device_(config.device_index),
+        arch_(config.arch),
+        cubin_(std::move(cubin)) {}
+  ~CppContext() override {
+    if (module_) GetDriver().module_unload(module_);
+  }
+
+  // Loads the cubin on the GPU (GPU mode with kernels only). Throws on failure.
+  void LoadModule() {
+    cudaSetDevice(device_);
+    CheckCu(GetDriver().module_load_data(&module_, cubin_.data()), "loading the kernels");
+  }
+
+  at::Device device() const override {
+    return gpu_ ? at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(device_)) : at::kCPU;
+  }
+  bool gpu_available() const override { return gpu_; }
+  uint64_t launches() const { return launches_; }
+  bool has_kernels() const { return !cubin_.empty(); }
+  // Whether a launch was refused for lack of a GPU since the last call.
+  bool TakeNoGpuAttempt() { return std::exchange(no_gpu_attempt_, false); }
+
+ protected:
+  void Launch(const char* name, const kforge::Dim3& grid, const kforge::Dim3& block,
+              size_t shared_mem, const kforge::KernelArg* args, size_t num_args) override {
+    std::string kernel = name ? name : "";
+    if (!has_kernels()) {
+      throw std::invalid_argument("kforge: ctx.launch(\"" + kernel +
+                                  "\"): the candidate declares no KFORGE_KERNELS");
+    }
+    if (!gpu_) {
+      no_gpu_attempt_ = true;
+      throw std::runtime_error("kforge: no GPU (CPU mode): kernel " + kernel +
+                               " was compiled for " + arch_ + " but cannot run");
+    }
+    Kernel& k = Find(kernel);
+    if (num_args != k.param_sizes.size()) {
+      throw std::invalid_argument("kforge: kernel " + kernel + " takes " +
+                                  std::to_string(k.param_sizes.size()) + " arguments, " +
+                                  std::to_string(num_args) + " given");
+    }
+    storage_.resize(num_args);
+    params_.resize(num_args);
+    for (size_t i = 0; i < num_args; ++i) {
+      Pack(k, args[i], i, storage_[i].data());
+      params_[i] = storage_[i].data();
+    }
+    if (shared_mem > 48 * 1024 && shared_mem > k.max_dynamic_shared) {
+      CheckCu(GetDriver().func_set_attribute(k.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                             static_cast<int>(shared_mem)),
+              "setting the dynamic shared memory of " + kernel);
+      k.max_dynamic_shared = shared_mem;
+    }
+    cudaStream_t stream = c10::cuda::getCurrentCUDAStream(device_).stream();
+    CheckCu(GetDriver().launch_kernel(k.fn, Extent(grid.x, "grid"), Extent(grid.y, "grid"),
+                                      Extent(grid.z, "grid"), Extent(block.x, "block"),
+                                      Extent(block.y, "block"), Extent(block.z, "block"),
+                                      static_cast<unsigned>(shared_mem),
+                                      reinterpret_cast<CUstream>(stream), params_.data(), nullptr),
+            "launching " + kernel);
+    ++launches_;
+  }
+
+ private:
+  struct Kernel {
+    std::string name;
+    CUfunction fn;
+    std::vector<size_t> param_sizes;
+    size_t max_dynamic_shared = 48 * 1024;
+  };
+
+  static unsigned Extent(int64_t v, const char* what) {
+    if (v < 1 || v > INT32_MAX) {
+      throw std::invalid_argument(std::string("kforge: ") + what + " dimension " +
+                                  std::to_string(v) + " is outside [1, 2^31)");
+    }
+    return static_cast<unsigned>(v);
+  }
+
+  // Candidates have a handful of kernels: a linear scan beats hashing the name.
+  Kernel& Find(const std::string& name) {
+    for (Kernel& k : kernels_) {
+      if (k.name == name) return k;
+    }
+    Kernel k{name, nullptr, {}};
+    if (GetDriver().module_get_function(&k.fn, module_, name.c_str()) != CUDA_SUCCESS) {
+      throw std::invalid_argument("kforge: the kernels have no kernel named '" + name +
+                                  "' (kernels must be extern \"C\")");
+    }
+    for (size_t i = 0;; ++i) {
+      size_t offset = 0, size = 0;
+      if (GetDriver().func_get_param_info(k.fn, i, &offset, &size) != CUDA_SUCCESS) break;
+      k.param_sizes.push_back(size);
+    }
+    kernels_.push_back(std::move(k));
+    return kernels_.back();
+  }
+
+  void Pack(const Kernel& k, const kforge::KernelArg& arg, size_t i, unsigned char* out) const {
+    using Kind = kforge::KernelArg::Kind;
+    size_t size = k.param_sizes[i];
+    auto bad = [&](const std::string& why) {
+      return std::invalid_argument("kforge: kernel " + k.name + " argument " + std::to_string(i) +
+                                   ": " + why);
+    };
+    switch (arg.kind()) {
+      case Kind::kTensor:
+      case Kind::kPointer: {
+        const void* p = arg.pointer();
+        if (arg.kind() == Kind::kTensor && arg.tensor().defined()) {
+          const at::Tensor& t = arg.tensor();
+          if (!t.is_cuda() || t.get_device() != device_) {
+            throw bad("the tensor is on " + t.device().str() + ", not on " + device().str());
+          }
+          p = t.data_ptr();
+        }
+        if (size != sizeof(void*)) throw bad("a pointer needs a pointer parameter");
+        std::memcpy(out, &p, sizeof p);
+        return;
+      }
+      case Kind::kBool:
+        if (size != 1) throw bad("a bool needs a 1-byte parameter");
+        out[0] = static_cast<unsigned char>(arg.integer());
+        return;
+      case Kind::kInt: {
+        int64_t v = arg.integer();
+        int bits = static_cast<int>(size) * 8;
+        if (size != 1 && size != 2 && size != 4 && size != 8) {
+          throw bad("an integer for a " + std::to_string(size) + "-byte parameter");
+        }
+        bool fits =
+            bits == 64 ||
+            (arg.unsigned_type() ? static_cast<uint64_t>(v) < (uint64_t{1} << bits)
+                                 : v >= -(int64_t{1} << (bits - 1)) && v < (int64_t{1} << bits));
+        if (!fits) {
+          throw bad("integer " + std::to_string(v) + " does not fit a " + std::to_string(size) +
+                    "-byte parameter");
+        }
+        std::memcpy(out, &v, size);  // little-endian: the low bytes
+        return;
+      }
+      case Kind::kFloat: {
+        double v = arg.floating();
+        if (size == 8) {
+          std::memcpy(out, &v, 8);
+        } else if (size == 4) {
+          float f = static_cast<float>(v);
+          std::memcpy(out, &f, 4);
+        } else {
+          throw bad("a floating-point value for a " + std::to_string(size) + "-byte parameter");
+        }
+        return;
+      }
+    }
+  }
+
+  bool gpu_;
+  int device_;
+  std::string arch_;
+  std::string cubin_;
+  CUmodule module_ = nullptr;
+  std::vector<Kernel> kernels_;
+  std::vector<std::array<unsigned char, 16>> storage_;  // reused: no allocation per launch
+  std::vector<void*> params_;
+  uint64_t launches_ = 0;
+  bool no_gpu_attempt_ = false;
+};
+
+}  // namespace
+
+CppToolchain DefaultCppToolchain() {
+  CppToolchain tc;
+  tc.cxx = KFORGE_CPP_CXX;
+  tc.include_dirs = {KFORGE_CANDIDATE_INCLUDE, KFORGE_TORCH_INCLUDE, KFORGE_TORCH_API_INCLUDE};
+  tc.torch_lib_dir = KFORGE_TORCH_LIB_DIR;
+  tc.torch_version = KFORGE_TORCH_VERSION;
+  return tc;
+}
+
+CppBuildStats GetCppBuildStats() { return g_stats; }
+
+NvrtcCompileOutput CompileWithNvrtc(const NvrtcCompileRequest& request) {
+  NvrtcCompileOutput out;
+  std::vector<std::string> opts = {"--gpu-architecture=" + request.arch, "--std=c++17",
+                                   "-default-device", "-I" KFORGE_CUDA_INCLUDE};
+  opts.insert(opts.end(), request.options.begin(), request.options.end());
+  std::string key_material = request.source;
+  for (const auto& o : opts) key_material += "\n--" + o;
+  int major = 0, minor = 0;
+  nvrtcVersion(&major, &minor);
+  key_material += "\nnvrtc " + std::to_string(major) + "." + std::to_string(minor);
+  std::string cache_path;
+  if (!request.cache_dir.empty()) {
+    cache_path = request.cache_dir + "/" + Sha256Hex(key_material) + ".cubin";
+    out.cubin = ReadFile(cache_path);
+    if (!out.cubin.empty()) {
+      out.ok = out.cache_hit = true;
+      return out;
+    }
+  }
+  auto start = Clock::now();
+  nvrtcProgram prog;
+  nvrtcResult res =
+      nvrtcCreateProgram(&prog, request.source.c_str(), request.name.c_str(), 0, nullptr, nullptr);
+  if (res != NVRTC_SUCCESS) {
+    out.log = std::string("nvrtcCreateProgram: ") + nvrtcGetErrorString(res);
+    return out;
+  }
+  std::vector<const char*> copts;
+  for (const auto& o : opts) copts.push_back(o.c_str());
+  res = nvrtcCompileProgram(prog, static_cast<int>(copts.size()), copts.data());
+  size_t log_size = 0;
+  nvrtcGetProgramLogSize(prog, &log_size);
+  std::string log(log_size, '\0');
+  if (log_size > 0) nvrtcGetProgramLog(prog, log.data());
+  out.log = Bounded(log, kMaxNvrtcLogBytes);
+  if (res == NVRTC_SUCCESS) {
+    size_t size = 0;
+    nvrtcGetCUBINSize(prog, &size);
+    out.cubin.resize(size);
+    nvrtcGetCUBIN(prog, out.cubin.data());
+    out.ok = true;
+  } else {
+    out.log = std::string(nvrtcGetErrorString(res)) + "\n" + out.log;
+  }
+  nvrtcDestroyProgram(&prog);
+  out.seconds = Since(start);
+  if (out.ok && !cache_path.empty()) WriteFileAtomically(cache_path, out.cubin);
+  return out;
+}
+
+struct CppCandidate::Impl {
+  using InitFn = bool (*)(kforge::Context*, const std::vector<at::Tensor>*, std::string*);
+  using ForwardFn = bool (*)(kforge::Context*, const std::vector<at::Tensor>*,
+                             std::vector<at::Tensor>*, std::string*);
+  InitFn init = nullptr;
+  ForwardFn forward = nullptr;
+  bool has_init = false;
+  std::unique_ptr<CppContext> context;
+
+  // The entry points catch everything the candidate throws; this catch is for the engine's own
+  // code between them (vector assignment, allocation).
+  template <typename F>
+  CppCallStatus Call(const char* what, F&& f) {
+    CppCallStatus s;
+    at::NoGradGuard no_grad;
+    try {
+      if (!f(&s.error) && s.error.empty()) s.error = std::string(what) + " failed";
+    } catch (const c10::Error& e) {
+      s.error = e.what_without_backtrace();
+    } catch (const std::exception& e) {
+      s.error = e.what();
+    }
+    s.no_gpu = context->TakeNoGpuAttempt();
+    if (s.no_gpu && s.error.empty()) {
+      s.error = "kforge: no GPU (CPU mode): the candidate's " + std::string(what) +
+                " caught the error of a kernel launch that cannot run without a GPU";
+    }
+    return s;
+  }
+};
+
+CppCandidate::CppCandidate(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+CppCandidate::~CppCandidate() = default;
+
+CppCallStatus CppCandidate::Init(const std::vector<at::Tensor>& params) {
+  return impl_->Call("init", [&](std::string* error) {
+    return impl_->init(impl_->context.get(), &params, error);
+  });
+}
+
+CppCallStatus CppCandidate::Forward(const std::vector<at::Tensor>& inputs,
+                                    std::vector<at::Tensor>* outputs) {
+  return impl_->Call("forward", [&](std::string* error) {
+    return impl_->forward(impl_->context.get(), &inputs, outputs, error);
+  });
+}
+
+uint64_t CppCandidate::launches() const { return impl_->context->launches(); }
+bool CppCandidate::has_kernels() const { return impl_->context->has_kernels(); }
+bool CppCandidate::has_init() const { return impl_->has_init; }
+
+namespace {
+
+// Compiles `source` into <key_dir>/candidate.so unless it is cached. Fills r.log, and r.error
+// and r.compile_error on failure.
+bool CompileSharedObject(const std::string& source, const CppToolchain& tc,
+                         const std::string& pch_dir, const std::string& key_dir,
+                         CppBuildResult* r) {
+  std::string so = key_dir + "/candidate.so";
+  std::string log_path = key_dir + "/candidate.log";
+  if (Exists(so)) {
+    r->cache_hit = true;
+    ++g_stats.cache_hits;
+    r->log = ReadFile(log_path);
+    return true;
+  }
+  if (!MakeDirs(key_dir).empty() || !WriteFileAtomically(key_dir + "/" + kSourceName, source)) {
+    r->error = "cannot write the candidate's source under " + key_dir;
+    return false;
+  }
+  std::string tmp = "candidate.so.tmp" + std::to_string(getpid());
+  std::vector<std::string> args = CompileFlags(tc);
+  std::vector<std::string> rest = {
+      "-include", pch_dir + "/" + kPchHeader, "-Werror=invalid-pch", kSourceName, "-o", tmp};
+  args.insert(args.end(), rest.begin(), rest.end());
+  for (const auto& f : LinkFlags(tc)) args.push_back(f);
+  SubprocessResult run;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (std::string e = EnsurePch(tc, pch_dir, attempt > 0); !e.empty()) {
+      r->error = e;
+      return false;
+    }
+    auto start = Clock::now();
+    run = RunCompiler(tc, args, key_dir);
+    ++g_stats.compiler_runs;
+    g_stats.compile_s += Since(start);
+    r->log = CompilerLog(run, tc.max_log_bytes);
+    if (run.Succeeded() || run.timed_out || !StalePch(r->log)) break;
+  }
+  if (!run.Succeeded()) {
+    std::remove((key_dir + "/" + tmp).c_str());
+    r->compile_error = run.started;
+    r->error = run.started ? "the candidate did not compile (" + run.Describe() + "):\n" + r->log
+                           : "cannot run the host compiler " + tc.cxx + ": " + run.error;
+    if (r->log.find("undefined reference to `forward(") != std::string::npos) {
+      r->error +=
+          "\n(define std::vector<at::Tensor> forward(kforge::Context&, const "
+          "std::vector<at::Tensor>&) at global scope)";
+    }
+    return false;
+  }
+  WriteFileAtomically(log_path, r->log);
+  if (std::rename((key_dir + "/" + tmp).c_str(), so.c_str()) != 0) {
+    r->error = "cannot move the shared object into " + so;
+    return false;
+  }
+  return true;
+}
+
+template <typename F>
+F Symbol(void* handle, const char* name) {
+  return reinterpret_cast<F>(dlsym(handle, name));
+}
+
+}  // namespace
+
+CppBuildResult BuildCppCandidate(const std::string& source, const CppBuildConfig& config) {
+  auto start = Clock::now();
+  CppBuildResult r;
+  auto done = [&]() -> CppBuildResult {
+    r.seconds = Since(start);
+    return std::move(r);
+  };
+  const CppToolchain& tc = config.toolchain;
+  std::string root = CacheRoot(config.cache_dir, &r.error);
+  if (!r.error.empty()) return done();
+  std::string header = CandidateHeader(tc);
+  if (header.empty()) {
+    r.error = "kforge/candidate.h is in none of the include directories";
+    return done();
+  }
+  std::string flags = JoinArgs(CompileFlags(tc)) + "\n" + JoinArgs(LinkFlags(tc));
+  std::string toolchain_id = tc.cxx + "\n" + flags + "\ntorch " + tc.torch_version + "\n" + header;
+  std::string pch_dir = root + "/cpp/pch-" + Sha256Hex(toolchain_id).substr(0, 16);
+  std::string key_dir = root + "/cpp/" + Sha256Hex(source + "\n" + toolchain_id);
+  if (!CompileSharedObject(source, tc, pch_dir, key_dir, &r)) return done();
+
+  std::string so = key_dir + "/candidate.so";
+  void* handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  if (!handle) {
+    r.compile_error = true;
+    r.error = std::string("the candidate's shared object did not load: ") + dlerror();
+    return done();
+  }
+  auto impl = std::make_unique<CppCandidate::Impl>();
+  auto abi = Symbol<int (*)()>(handle, "kforge_candidate_abi_version");
+  auto has_init = Symbol<bool (*)()>(handle, "kforge_candidate_has_init");
+  impl->init = Symbol<CppCandidate::Impl::InitFn>(handle, "kforge_candidate_init");
+  impl->forward = Symbol<CppCandidate::Impl::ForwardFn>(handle, "kforge_candidate_forward");
+  auto kernels = Symbol<const char* (*)()>(handle, "kforge_candidate_kernels");
+  auto options = Symbol<const char* (*)()>(handle, "kforge_candidate_options");
+  if (!abi || abi() != KFORGE_CANDIDATE_ABI_VERSION || !has_init || !impl->init || !impl->forward) {
+    dlclose(handle);
+    r.compile_error = true;
+    r.error = "the candidate's shared object lacks the kforge entry points of ABI version " +
+              std::to_string(KFORGE_CANDIDATE_ABI_VERSION) + " (include <kforge/candidate.h>)";
+    return done();
+  }
+  impl->has_init = has_init();
+
+  std::string cubin;
+  if (kernels) {
+    NvrtcCompileRequest req;
+    req.source = KernelsWithLineInfo(source, kernels());
+    req.name = "candidate_kernels.cu";
+    req.arch = config.arch;
+    req.options = SplitOptions(options ? options() : nullptr);
+    req.cache_dir = root;
+    NvrtcCompileOutput nv = CompileWithNvrtc(req);
+    if (!nv.log.empty()) r.log += (r.log.empty() ? "" : "\n") + nv.log;
+    if (!nv.ok) {
+      r.compile_error = true;
+      r.error = "the candidate's kernels did not compile (NVRTC, " + config.arch + "):\n" + nv.log;
+      return done();
+    }
+    cubin = std::move(nv.cubin);
+  }
+  impl->context = std::make_unique<CppContext>(config, std::move(cubin));
+  if (config.gpu_available && impl->context->has_kernels()) {
+    try {
+      impl->context->LoadModule();
+    } catch (const std::exception& e) {
+      r.error = e.what();
+      return done();
+    }
+  }
+  r.candidate = std::make_unique<CppCandidate>(std::move(impl));
+  return done();
+}
+
+}  // namespace kforge::eval
