@@ -36,7 +36,7 @@ build_s=$(( $(date +%s) - start ))
 cases_line="not run"
 if [[ $SECTIONS == *cases* ]]; then
   KFORGE_CACHE_DIR=/tmp/kforge-cache "$PY" tests/engine/run_cases.py --eval "$EVAL" \
-    --device cuda --out "$OUT/cases.jsonl" --cache-dir /tmp/kforge-cache \
+    --device cuda --out "$OUT/cases.jsonl" --cache-dir /tmp/kforge-cache ${CASES_ARGS:-} \
     > "$OUT/cases.log" 2>&1
   cases_line=$(tail -1 "$OUT/cases.log")
   grep -E "^(FAIL|    reason)" "$OUT/cases.log" | head -40

@@ -11,6 +11,7 @@
 
 #include "common/base/sha256.h"
 #include "gpu_worker/eval/compare.h"
+#include "gpu_worker/eval/cpp_dialect.h"
 #include "gpu_worker/eval/model_io.h"
 #include "gpu_worker/eval/nvrtc_module.h"
 #include "gpu_worker/eval/python_runtime.h"
@@ -111,11 +112,6 @@ class Evaluation {
   std::optional<Verdict> Pipeline(v1::Dialect dialect) {
     RuleViolation rv = CheckCandidateSource(req_.candidate_source(), dialect);
     if (rv.fired()) return Verdict{v1::VERDICT_REJECTED, rv.reason, rv.rule};
-    if (dialect == v1::DIALECT_CPP) {
-      return Verdict{v1::VERDICT_RUNTIME_ERROR,
-                     "the cpp dialect is not available in this build of kforge-eval",
-                     "unsupported_dialect"};
-    }
     Enter(Stage::kLoad);
     auto t = Clock::now();
     std::string error;
@@ -130,9 +126,9 @@ class Evaluation {
       result_.mutable_stages()->set_load_task_s(Since(t));
       Enter(Stage::kBuild);
       t = Clock::now();
-      auto v = Build(dialect);
+      auto v = dialect == v1::DIALECT_CPP ? BuildCpp() : Build(dialect);
       result_.mutable_stages()->set_build_s(Since(t));
-      result_.set_compiler_log(GetNvrtcCompileStats().last_log);
+      if (dialect != v1::DIALECT_CPP) result_.set_compiler_log(GetNvrtcCompileStats().last_log);
       if (v) return v;
       Enter(Stage::kCorrectness);
       t = Clock::now();
@@ -185,6 +181,7 @@ class Evaluation {
       arch = "sm_" + std::to_string(p.major) + std::to_string(p.minor);
     }
     if (arch.empty()) arch = "sm_90";
+    arch_ = arch;
     ConfigureNvrtc({arch, target_.cuda, target_.index, ctx_.cache_dir});
     py::module_ torch = py::module_::import("torch");
     result_.mutable_system()->set_torch_version(py::str(torch.attr("__version__")));
@@ -255,6 +252,64 @@ class Evaluation {
     return std::nullopt;
   }
 
+  // The cpp dialect: host-compile the candidate, load it, hand it the reference's parameters.
+  std::optional<Verdict> BuildCpp() {
+    CppBuildConfig cfg;
+    cfg.cache_dir = ctx_.cache_dir.empty() ? "" : ctx_.cache_dir + "/cpp";
+    cfg.arch = arch_;
+    cfg.gpu_available = target_.cuda;
+    cfg.device_index = target_.index;
+    CppBuildResult b = BuildCppCandidate(req_.candidate_source(), cfg);
+    result_.set_compiler_log(b.log);
+    if (!b.candidate) {
+      if (b.compile_error) {
+        return Verdict{v1::VERDICT_COMPILE_ERROR, b.error, ""};
+      }
+      return Verdict{v1::VERDICT_RUNTIME_ERROR, b.error, "engine_error"};
+    }
+    cpp_ = std::move(b.candidate);
+    std::vector<at::Tensor> params;
+    py::dict state = ref_model_.attr("state_dict")();
+    for (auto item : state) {
+      if (THPVariable_Check(item.second.ptr())) {
+        params.push_back(THPVariable_Unpack(item.second.ptr()).detach().clone());
+      }
+    }
+    CppCallStatus s = cpp_->Init(params);
+    if (!s.ok()) {
+      return Verdict{v1::VERDICT_RUNTIME_ERROR, "init failed: " + s.error,
+                     s.no_gpu ? "no_gpu" : ""};
+    }
+    if (SwitchSnapshot() != switches_) {
+      return Verdict{v1::VERDICT_REJECTED,
+                     "global_switch: building the candidate changed process-wide torch settings",
+                     "global_switch"};
+    }
+    return std::nullopt;
+  }
+
+  // Runs the candidate on `inputs`: ModelNew for the Python dialects, forward() for cpp.
+  // Throws pybind11::error_already_set or std::runtime_error (prefixed "cpp: ") on failure.
+  py::object CallCandidate(const py::list& inputs, uint64_t* own_launches) {
+    if (!cpp_) {
+      uint64_t before = NvrtcLaunchCount();
+      at::NoGradGuard no_grad;
+      py::object out = cand_model_(*inputs);
+      *own_launches = NvrtcLaunchCount() - before;
+      return out;
+    }
+    uint64_t before = cpp_->launches();
+    std::vector<at::Tensor> outs;
+    CppCallStatus s = cpp_->Forward(TensorsOf(inputs), &outs);
+    *own_launches = cpp_->launches() - before;
+    if (!s.ok()) {
+      throw std::runtime_error(std::string(s.no_gpu ? "no GPU (CPU mode): " : "") + s.error);
+    }
+    py::tuple t(outs.size());
+    for (size_t i = 0; i < outs.size(); ++i) t[i] = py::reinterpret_steal<py::object>(THPVariable_Wrap(outs[i]));
+    return outs.size() == 1 ? py::object(t[0]) : py::object(t);
+  }
+
   void Synchronize() {
     if (!target_.cuda) return;
     cudaError_t e = cudaDeviceSynchronize();
@@ -283,14 +338,18 @@ class Evaluation {
     int64_t out_bytes = 0;
     for (const auto& t : ref.tensors) out_bytes += static_cast<int64_t>(t.nbytes());
     PoisonFreeMemory(target_, 2 * out_bytes + (1 << 20));
-    uint64_t launches = NvrtcLaunchCount();
+    uint64_t own_launches = 0;
     py::object cand_out;
+    std::string what;  // the candidate's own failure, if any
     try {
-      at::NoGradGuard no_grad;
-      cand_out = cand_model_(*cand_inputs);
-      Synchronize();
+      cand_out = CallCandidate(cand_inputs, &own_launches);
     } catch (const py::error_already_set& e) {
-      std::string what = DescribePythonError(e);
+      what = DescribePythonError(e);
+    } catch (const std::exception& e) {
+      what = e.what();
+    }
+    if (what.empty()) Synchronize();  // a kernel fault surfaces here (runtime_error)
+    if (!what.empty()) {
       if (what.find("no GPU (CPU mode)") != std::string::npos) {
         return Verdict{v1::VERDICT_RUNTIME_ERROR,
                        "not run: the candidate's kernels compiled for " +
@@ -330,9 +389,11 @@ class Evaluation {
     }
     // Held until the next trial, so a fresh allocation can never land on the same memory.
     previous_outputs_ = cand.tensors;
-    if (dialect == v1::DIALECT_NVRTC && NvrtcLaunchCount() == launches) {
+    bool must_launch = dialect == v1::DIALECT_NVRTC ||
+                       (dialect == v1::DIALECT_CPP && target_.cuda && cpp_->has_kernels());
+    if (must_launch && own_launches == 0) {
       return Verdict{v1::VERDICT_REJECTED,
-                     "fallback: ModelNew.forward launched none of its own kforge.cuda kernels",
+                     "fallback: the candidate's forward launched none of its own kernels",
                      "fallback"};
     }
     std::vector<at::Tensor> in_tensors = TensorsOf(inputs);
@@ -412,7 +473,16 @@ class Evaluation {
       at::NoGradGuard g;
       ref_model_(*ref_sets[s]);
     };
+    std::vector<std::vector<at::Tensor>> cand_tensor_sets;
+    for (const auto& set : cand_sets) cand_tensor_sets.push_back(TensorsOf(set));
     Program cand = [&](int s) {
+      if (cpp_) {
+        // Tensors prepared outside the timed region: nothing touches Python here.
+        std::vector<at::Tensor> out;
+        CppCallStatus st = cpp_->Forward(cand_tensor_sets[s], &out);
+        if (!st.ok()) throw std::runtime_error("cpp: " + st.error);
+        return;
+      }
       at::NoGradGuard g;
       cand_model_(*cand_sets[s]);
     };
@@ -442,6 +512,8 @@ class Evaluation {
   Target target_;
   uint64_t seed_ = 0, init_seed_ = 0;
   py::object task_, candidate_, ref_model_, cand_model_;
+  std::unique_ptr<CppCandidate> cpp_;  // the cpp dialect's loaded candidate
+  std::string arch_;
   py::object init_inputs_;
   std::vector<at::Tensor> previous_outputs_;
   std::string switches_;

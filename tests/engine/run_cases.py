@@ -36,6 +36,7 @@ BY_NAME = {
     "hangs": ("timeout", None),
     "crashes": ("rejected", "forbidden_import"),
     "nvrtc_compile_error": ("compile_error", None),
+    "cpp_compile_error": ("compile_error", None),
     "segfault_unchecked": ("runtime_error", None),
 }
 
@@ -89,17 +90,20 @@ def cases(device):
         if not os.path.isdir(cdir):
             continue
         for name in sorted(os.listdir(cdir)):
-            if not name.endswith(".py"):
+            stem, ext = os.path.splitext(name)
+            if ext not in (".py", ".cpp"):
                 continue
-            stem = name[:-3]
             if stem in BY_NAME:
                 expect = BY_NAME[stem]
-            elif stem.startswith(("nvrtc_", "kernelbench_")):
+            elif stem.startswith(("nvrtc_", "kernelbench_", "cpp_")):
                 expect = ("ok", None)
                 if device == "cpu":
                     if stem.startswith("kernelbench_"):
                         continue  # load_inline needs nvcc minutes per build; GPU suite only
-                    expect = ("runtime_error", "no_gpu")
+                    host_only = stem.startswith("cpp_") and \
+                        "KFORGE_KERNELS" not in open(os.path.join(cdir, name)).read()
+                    if not host_only:
+                        expect = ("runtime_error", "no_gpu")
             else:
                 continue
             out.append(dict(name=f"{task_stem}/{stem}", task=task_rel,
@@ -162,13 +166,17 @@ def main():
     p.add_argument("--eval", required=True)
     p.add_argument("--device", default="cpu")
     p.add_argument("--out", default="")
-    p.add_argument("--only", default="")
+    p.add_argument("--only", default="", help="comma-separated substrings of case names")
+    p.add_argument("--skip", default="", help="comma-separated substrings of case names")
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--cache-dir", default="")
     p.add_argument("--correctness-timeout", type=float, default=20)
     p.add_argument("--timing-timeout", type=float, default=30)
     args = p.parse_args()
-    todo = [c for c in cases(args.device) if args.only in c["name"]]
+    patterns = args.only.split(",")
+    todo = [c for c in cases(args.device)
+            if any(p in c["name"] for p in patterns)
+            and not (args.skip and any(p in c["name"] for p in args.skip.split(",")))]
     if args.device != "cpu":
         args.jobs = 1  # one timed evaluation per GPU at a time
     log = open(args.out, "w") if args.out else None
