@@ -14,7 +14,8 @@ class BatchClient::Stream final : public grpc::ClientReadReactor<v1::EvaluationR
   Stream(BatchClient& client, int batch) : client_(client), batch_(batch) {}
 
   void Start(const v1::EvaluateBatchRequest& request) {
-    client_.recorder_.BatchSubmitted(batch_, BenchClock::now());
+    client_.recorder_.BatchSubmitted(batch_, request.candidates_size() * request.gpu_types_size(),
+                                     BenchClock::now());
     client_.stub_.async()->EvaluateBatch(&ctx_, &request, this);
     StartRead(&record_);
     StartCall();

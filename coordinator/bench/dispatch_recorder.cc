@@ -13,44 +13,59 @@ double Seconds(BenchClock::duration d) { return std::chrono::duration<double>(d)
 void DispatchRecorder::StartPhase(BenchClock::time_point start) {
   absl::MutexLock lock(&mu_);
   start_ = start;
-  submitted_.clear();
+  batches_.clear();
+  waiting_ = 0;
   result_sent_.clear();
   result_times_.clear();
   received_.clear();
   last_record_.reset();
   leases_ = duplicates_ = retried_ = not_ok_ = 0;
   turnaround_.clear();
+  idle_turnaround_.clear();
   queue_wait_.clear();
   enqueue_.clear();
   result_to_client_.clear();
   phase_.fetch_add(1);
 }
 
-void DispatchRecorder::BatchSubmitted(int batch, BenchClock::time_point t) {
+void DispatchRecorder::BatchSubmitted(int batch, int evaluations, BenchClock::time_point t) {
   absl::MutexLock lock(&mu_);
-  submitted_[batch] = t;
+  Batch& b = batches_[batch];
+  b.submitted = t;
+  b.evaluations = evaluations;
 }
 
 void DispatchRecorder::BatchEnqueued(int batch, BenchClock::time_point t) {
   absl::MutexLock lock(&mu_);
-  auto it = submitted_.find(batch);
-  if (it != submitted_.end()) enqueue_.push_back(Ms(t - it->second));
+  auto it = batches_.find(batch);
+  if (it == batches_.end() || it->second.committed) return;
+  it->second.committed = true;
+  // Leases of a batch can beat its batch id to the client.
+  waiting_ += std::max(0, it->second.evaluations - it->second.leased);
+  enqueue_.push_back(Ms(t - it->second.submitted));
 }
 
-void DispatchRecorder::LeaseArrived(int batch,
-                                    std::optional<BenchClock::time_point> previous_result,
+void DispatchRecorder::LeaseArrived(int batch, std::optional<SentResult> previous_result,
                                     BenchClock::time_point t) {
   absl::MutexLock lock(&mu_);
   ++leases_;
-  if (previous_result) turnaround_.push_back(Ms(t - *previous_result));
-  auto it = submitted_.find(batch);
-  if (it != submitted_.end()) queue_wait_.push_back(Ms(t - it->second));
+  if (previous_result) {
+    (previous_result->work_queued ? turnaround_ : idle_turnaround_)
+        .push_back(Ms(t - previous_result->at));
+  }
+  auto it = batches_.find(batch);
+  if (it == batches_.end()) return;
+  ++it->second.leased;
+  if (it->second.committed && waiting_ > 0) --waiting_;
+  queue_wait_.push_back(Ms(t - it->second.submitted));
 }
 
-void DispatchRecorder::ResultSent(int64_t evaluation_id, BenchClock::time_point t) {
+DispatchRecorder::SentResult DispatchRecorder::ResultSent(int64_t evaluation_id,
+                                                          BenchClock::time_point t) {
   absl::MutexLock lock(&mu_);
   result_sent_[evaluation_id] = t;
   result_times_.push_back(t);
+  return SentResult{t, waiting_ > 0};
 }
 
 void DispatchRecorder::RecordReceived(int64_t evaluation_id, uint32_t attempts, bool ok,
@@ -94,6 +109,7 @@ DispatchReport DispatchRecorder::Report() const {
     }
   }
   r.turnaround = Summarize(turnaround_);
+  r.idle_turnaround = Summarize(idle_turnaround_);
   r.queue_wait = Summarize(queue_wait_);
   r.enqueue = Summarize(enqueue_);
   r.result_to_client = Summarize(result_to_client_);

@@ -4,10 +4,13 @@
 //
 // Definitions, all on std::chrono::steady_clock within the bench process:
 //   lease turnaround  a worker hands its result of lease k to gRPC -> lease k+1 arrives at the
-//                     same worker. This is how long a free slot waits for work while work is
-//                     queued: both loopback hops, the coordinator storing the result, noticing
-//                     the free slot and running its Lease query. A worker's first lease of a
-//                     phase has no turnaround.
+//                     same worker, counted when work was queued as the result went out (some
+//                     committed batch had evaluations no worker had been leased yet). This is
+//                     how long a free slot waits while work is there: both loopback hops, the
+//                     coordinator storing the result, noticing the free slot and running its
+//                     Lease query. A worker's first lease of a phase has no turnaround.
+//   idle turnaround   the same, when no committed work was waiting as the result went out (the
+//                     slot waited for the next batch's Enqueue to commit as well).
 //   queue wait        the batch's EvaluateBatch call starts -> a lease of that batch arrives at
 //                     a worker: the Enqueue transaction plus the wait behind earlier work.
 //   enqueue           the EvaluateBatch call starts -> its initial metadata (the batch id)
@@ -50,7 +53,7 @@ struct DispatchReport {
   int64_t duplicate_records = 0;
   int64_t retried = 0;  // records with attempts > 1
   int64_t not_ok = 0;   // records whose verdict is not ok
-  LatencySummary turnaround, queue_wait, enqueue, result_to_client;
+  LatencySummary turnaround, idle_turnaround, queue_wait, enqueue, result_to_client;
 };
 
 class DispatchRecorder {
@@ -59,13 +62,18 @@ class DispatchRecorder {
   void StartPhase(BenchClock::time_point start);
   int phase() const { return phase_.load(); }
 
-  void BatchSubmitted(int batch, BenchClock::time_point t);
+  // A worker's result as the recorder saw it go out.
+  struct SentResult {
+    BenchClock::time_point at;
+    bool work_queued = false;  // committed evaluations were waiting for a lease then
+  };
+
+  void BatchSubmitted(int batch, int evaluations, BenchClock::time_point t);
   void BatchEnqueued(int batch, BenchClock::time_point t);
-  // `previous_result`: when this worker's previous result of this phase went out; nullopt
-  // for its first lease of the phase. `batch` is -1 when the lease names no batch of ours.
-  void LeaseArrived(int batch, std::optional<BenchClock::time_point> previous_result,
-                    BenchClock::time_point t);
-  void ResultSent(int64_t evaluation_id, BenchClock::time_point t);
+  // `previous_result`: this worker's previous result of this phase, nullopt for its first
+  // lease of the phase. `batch` is -1 when the lease names no batch of ours.
+  void LeaseArrived(int batch, std::optional<SentResult> previous_result, BenchClock::time_point t);
+  SentResult ResultSent(int64_t evaluation_id, BenchClock::time_point t);
   void RecordReceived(int64_t evaluation_id, uint32_t attempts, bool ok, BenchClock::time_point t);
 
   int64_t records() const;
@@ -75,7 +83,15 @@ class DispatchRecorder {
   std::atomic<int> phase_{0};
   mutable absl::Mutex mu_;
   BenchClock::time_point start_ ABSL_GUARDED_BY(mu_);
-  std::map<int, BenchClock::time_point> submitted_ ABSL_GUARDED_BY(mu_);
+  struct Batch {
+    BenchClock::time_point submitted;
+    int evaluations = 0;
+    int leased = 0;
+    bool committed = false;
+  };
+  std::map<int, Batch> batches_ ABSL_GUARDED_BY(mu_);
+  // Evaluations of committed batches not leased yet (as far as the workers have seen).
+  int64_t waiting_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<int64_t, BenchClock::time_point> result_sent_ ABSL_GUARDED_BY(mu_);
   std::vector<BenchClock::time_point> result_times_ ABSL_GUARDED_BY(mu_);
   std::set<int64_t> received_ ABSL_GUARDED_BY(mu_);
@@ -85,6 +101,7 @@ class DispatchRecorder {
   int64_t retried_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t not_ok_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<double> turnaround_ ABSL_GUARDED_BY(mu_);
+  std::vector<double> idle_turnaround_ ABSL_GUARDED_BY(mu_);
   std::vector<double> queue_wait_ ABSL_GUARDED_BY(mu_);
   std::vector<double> enqueue_ ABSL_GUARDED_BY(mu_);
   std::vector<double> result_to_client_ ABSL_GUARDED_BY(mu_);

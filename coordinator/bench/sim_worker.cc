@@ -62,7 +62,7 @@ void SimWorker::OnReadDone(bool ok) {
   if (in_.has_lease()) {
     const v1::Lease& lease = in_.lease();
     int phase = recorder_.phase();
-    std::optional<BenchClock::time_point> previous;
+    std::optional<DispatchRecorder::SentResult> previous;
     {
       absl::MutexLock lock(&mu_);
       if (unanswered_result_phase_ == phase) previous = unanswered_result_;
@@ -99,14 +99,12 @@ void SimWorker::Send(Outgoing out) {
 
 void SimWorker::Write(Outgoing out) {
   if (out.evaluation_id >= 0) {
-    BenchClock::time_point now = BenchClock::now();
-    {
-      absl::MutexLock lock(&mu_);
-      held_.erase(out.msg.result().lease_id());
-      unanswered_result_ = now;
-      unanswered_result_phase_ = recorder_.phase();
-    }
-    recorder_.ResultSent(out.evaluation_id, now);
+    int phase = recorder_.phase();
+    DispatchRecorder::SentResult sent = recorder_.ResultSent(out.evaluation_id, BenchClock::now());
+    absl::MutexLock lock(&mu_);
+    held_.erase(out.msg.result().lease_id());
+    unanswered_result_ = sent;
+    unanswered_result_phase_ = phase;
   }
   writing_msg_ = std::move(out.msg);
   StartWrite(&writing_msg_);

@@ -79,7 +79,7 @@ class SimWorker final : public grpc::ClientBidiReactor<v1::WorkerMessage, v1::Co
   bool broken_ ABSL_GUARDED_BY(mu_) = false;
   std::set<std::string> held_ ABSL_GUARDED_BY(mu_);
   // The latest result not yet followed by a lease, and the recorder phase it belongs to.
-  std::optional<BenchClock::time_point> unanswered_result_ ABSL_GUARDED_BY(mu_);
+  std::optional<DispatchRecorder::SentResult> unanswered_result_ ABSL_GUARDED_BY(mu_);
   int unanswered_result_phase_ ABSL_GUARDED_BY(mu_) = -1;
 };
 
