@@ -1,12 +1,13 @@
 #include "gpu_worker/eval/cpp_dialect.h"
 
+#include "gpu_worker/eval/cuda_driver.h"
+
 #include <ATen/core/grad_mode.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <errno.h>
-#include <nvrtc.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -30,7 +31,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr size_t kMaxNvrtcLogBytes = 16 << 10;
 constexpr const char* kSourceName = "candidate.cpp";
 constexpr const char* kPchHeader = "kforge_pch.h";
 
@@ -208,53 +208,6 @@ std::vector<std::string> SplitOptions(const char* options) {
   std::istringstream in(options ? options : "");
   for (std::string o; in >> o;) out.push_back(o);
   return out;
-}
-
-// Driver entry points, resolved once through the runtime so that the engine needs no driver
-// to start (CPU mode).
-struct Driver {
-  decltype(&cuModuleLoadData) module_load_data = nullptr;
-  decltype(&cuModuleUnload) module_unload = nullptr;
-  decltype(&cuModuleGetFunction) module_get_function = nullptr;
-  decltype(&cuFuncGetParamInfo) func_get_param_info = nullptr;
-  decltype(&cuFuncSetAttribute) func_set_attribute = nullptr;
-  decltype(&cuLaunchKernel) launch_kernel = nullptr;
-  decltype(&cuGetErrorString) get_error_string = nullptr;
-};
-
-template <typename F>
-void Resolve(const char* name, F* out) {
-  void* fn = nullptr;
-  cudaDriverEntryPointQueryResult q;
-  if (cudaGetDriverEntryPointByVersion(name, &fn, 12040, cudaEnableDefault, &q) != cudaSuccess ||
-      q != cudaDriverEntryPointSuccess || fn == nullptr) {
-    cudaGetLastError();
-    throw std::runtime_error(std::string("kforge: driver function ") + name + " is unavailable");
-  }
-  *out = reinterpret_cast<F>(fn);
-}
-
-const Driver& GetDriver() {
-  static const Driver driver = [] {
-    Driver d;
-    Resolve("cuModuleLoadData", &d.module_load_data);
-    Resolve("cuModuleUnload", &d.module_unload);
-    Resolve("cuModuleGetFunction", &d.module_get_function);
-    Resolve("cuFuncGetParamInfo", &d.func_get_param_info);
-    Resolve("cuFuncSetAttribute", &d.func_set_attribute);
-    Resolve("cuLaunchKernel", &d.launch_kernel);
-    Resolve("cuGetErrorString", &d.get_error_string);
-    return d;
-  }();
-  return driver;
-}
-
-void CheckCu(CUresult r, const std::string& what) {
-  if (r == CUDA_SUCCESS) return;
-  const char* msg = nullptr;
-  GetDriver().get_error_string(r, &msg);
-  throw std::runtime_error("kforge: " + what + " failed: " + (msg ? msg : "unknown error") +
-                           " (CUresult " + std::to_string(static_cast<int>(r)) + ")");
 }
 
 // The engine's side of kforge::Context: the candidate's NVRTC module and its launches.
@@ -442,56 +395,6 @@ CppToolchain DefaultCppToolchain() {
 }
 
 CppBuildStats GetCppBuildStats() { return g_stats; }
-
-NvrtcCompileOutput CompileWithNvrtc(const NvrtcCompileRequest& request) {
-  NvrtcCompileOutput out;
-  std::vector<std::string> opts = {"--gpu-architecture=" + request.arch, "--std=c++17",
-                                   "-default-device", "-I" KFORGE_CUDA_INCLUDE};
-  opts.insert(opts.end(), request.options.begin(), request.options.end());
-  std::string key_material = request.source;
-  for (const auto& o : opts) key_material += "\n--" + o;
-  int major = 0, minor = 0;
-  nvrtcVersion(&major, &minor);
-  key_material += "\nnvrtc " + std::to_string(major) + "." + std::to_string(minor);
-  std::string cache_path;
-  if (!request.cache_dir.empty()) {
-    cache_path = request.cache_dir + "/" + Sha256Hex(key_material) + ".cubin";
-    out.cubin = ReadFile(cache_path);
-    if (!out.cubin.empty()) {
-      out.ok = out.cache_hit = true;
-      return out;
-    }
-  }
-  auto start = Clock::now();
-  nvrtcProgram prog;
-  nvrtcResult res =
-      nvrtcCreateProgram(&prog, request.source.c_str(), request.name.c_str(), 0, nullptr, nullptr);
-  if (res != NVRTC_SUCCESS) {
-    out.log = std::string("nvrtcCreateProgram: ") + nvrtcGetErrorString(res);
-    return out;
-  }
-  std::vector<const char*> copts;
-  for (const auto& o : opts) copts.push_back(o.c_str());
-  res = nvrtcCompileProgram(prog, static_cast<int>(copts.size()), copts.data());
-  size_t log_size = 0;
-  nvrtcGetProgramLogSize(prog, &log_size);
-  std::string log(log_size, '\0');
-  if (log_size > 0) nvrtcGetProgramLog(prog, log.data());
-  out.log = Bounded(log, kMaxNvrtcLogBytes);
-  if (res == NVRTC_SUCCESS) {
-    size_t size = 0;
-    nvrtcGetCUBINSize(prog, &size);
-    out.cubin.resize(size);
-    nvrtcGetCUBIN(prog, out.cubin.data());
-    out.ok = true;
-  } else {
-    out.log = std::string(nvrtcGetErrorString(res)) + "\n" + out.log;
-  }
-  nvrtcDestroyProgram(&prog);
-  out.seconds = Since(start);
-  if (out.ok && !cache_path.empty()) WriteFileAtomically(cache_path, out.cubin);
-  return out;
-}
 
 struct CppCandidate::Impl {
   using InitFn = bool (*)(kforge::Context*, const std::vector<at::Tensor>*, std::string*);

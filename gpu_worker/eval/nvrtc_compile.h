@@ -3,8 +3,8 @@
 // layout, <cache_dir>/<key>.cubin, as kforge.cuda.compile in nvrtc_module.cc, so both dialects
 // share cached cubins). Needs no GPU or driver: CPU mode uses it to report compile errors.
 //
-// Defined in cpp_dialect.cc for now; nvrtc_module.cc's own compile step is meant to move onto
-// this function so that the two dialects keep one compile path.
+// Both dialects (kforge.cuda in nvrtc_module.cc, KFORGE_KERNELS in cpp_dialect.cc) compile
+// through this one function.
 //
 // Thread-safety: safe to call from several threads (no shared state; the cache is written
 // through a rename, so concurrent writers of one key are harmless).

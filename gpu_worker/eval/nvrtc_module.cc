@@ -20,14 +20,13 @@
 #include <unordered_map>
 #include <vector>
 
-#include "common/base/sha256.h"
+#include "gpu_worker/eval/cuda_driver.h"
+#include "gpu_worker/eval/nvrtc_compile.h"
 
 namespace py = pybind11;
 
 namespace kforge::eval {
 namespace {
-
-constexpr size_t kMaxLogBytes = 16 << 10;
 
 NvrtcConfig g_config;
 std::atomic<uint64_t> g_launches{0};
@@ -38,117 +37,26 @@ struct CompileError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Driver entry points, resolved once through the runtime.
-struct Driver {
-  decltype(&cuModuleLoadData) module_load_data = nullptr;
-  decltype(&cuModuleGetFunction) module_get_function = nullptr;
-  decltype(&cuFuncGetParamInfo) func_get_param_info = nullptr;
-  decltype(&cuLaunchKernel) launch_kernel = nullptr;
-  decltype(&cuGetErrorString) get_error_string = nullptr;
-  decltype(&cuFuncSetAttribute) func_set_attribute = nullptr;
-};
-
-template <typename F>
-void Resolve(const char* name, F* out) {
-  void* fn = nullptr;
-  cudaDriverEntryPointQueryResult q;
-  if (cudaGetDriverEntryPointByVersion(name, &fn, 12040, cudaEnableDefault, &q) != cudaSuccess ||
-      q != cudaDriverEntryPointSuccess || fn == nullptr) {
-    throw std::runtime_error(std::string("kforge.cuda: driver function ") + name +
-                             " is unavailable");
-  }
-  *out = reinterpret_cast<F>(fn);
-}
-
-const Driver& GetDriver() {
-  static const Driver* d = [] {
-    auto* drv = new Driver;
-    Resolve("cuModuleLoadData", &drv->module_load_data);
-    Resolve("cuModuleGetFunction", &drv->module_get_function);
-    Resolve("cuFuncGetParamInfo", &drv->func_get_param_info);
-    Resolve("cuLaunchKernel", &drv->launch_kernel);
-    Resolve("cuGetErrorString", &drv->get_error_string);
-    Resolve("cuFuncSetAttribute", &drv->func_set_attribute);
-    return drv;
-  }();
-  return *d;
-}
-
-void CheckCu(CUresult r, const std::string& what) {
-  if (r == CUDA_SUCCESS) return;
-  const char* msg = nullptr;
-  GetDriver().get_error_string(r, &msg);
-  throw std::runtime_error("kforge.cuda: " + what + " failed: " + (msg ? msg : "unknown error") +
-                           " (CUresult " + std::to_string(static_cast<int>(r)) + ")");
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return "";
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// Compiles to a cubin (NVRTC), consulting the disk cache first.
+// Compiles through the shared NVRTC path (nvrtc_compile.h) and keeps the statistics that the
+// engine reports.
 std::string CompileToCubin(const std::string& source, const std::vector<std::string>& user_opts,
                            const std::string& name) {
-  std::vector<std::string> opts = {"--gpu-architecture=" + g_config.arch, "--std=c++17",
-                                   "-default-device", "-I" KFORGE_CUDA_INCLUDE};
-  for (const auto& o : user_opts) opts.push_back(o);
-  std::string key_material = source;
-  for (const auto& o : opts) key_material += "\n--" + o;
-  int nvrtc_major = 0, nvrtc_minor = 0;
-  nvrtcVersion(&nvrtc_major, &nvrtc_minor);
-  key_material += "\nnvrtc " + std::to_string(nvrtc_major) + "." + std::to_string(nvrtc_minor);
-  std::string key = Sha256Hex(key_material);
-  std::string cache_path;
-  if (!g_config.cache_dir.empty()) {
-    cache_path = g_config.cache_dir + "/" + key + ".cubin";
-    std::string cached = ReadFile(cache_path);
-    if (!cached.empty()) {
-      ++g_stats.cache_hits;
-      return cached;
-    }
+  NvrtcCompileRequest request;
+  request.source = source;
+  request.name = name;
+  request.arch = g_config.arch;
+  request.options = user_opts;
+  request.cache_dir = g_config.cache_dir;
+  NvrtcCompileOutput out = CompileWithNvrtc(request);
+  if (out.cache_hit) {
+    ++g_stats.cache_hits;
+  } else {
+    ++g_stats.compiles;
+    g_stats.seconds += out.seconds;
+    g_stats.last_log = out.log;
   }
-  auto start = std::chrono::steady_clock::now();
-  nvrtcProgram prog;
-  if (nvrtcCreateProgram(&prog, source.c_str(), name.c_str(), 0, nullptr, nullptr) !=
-      NVRTC_SUCCESS) {
-    throw CompileError("nvrtcCreateProgram failed");
-  }
-  std::vector<const char*> copts;
-  for (const auto& o : opts) copts.push_back(o.c_str());
-  nvrtcResult res = nvrtcCompileProgram(prog, static_cast<int>(copts.size()), copts.data());
-  size_t log_size = 0;
-  nvrtcGetProgramLogSize(prog, &log_size);
-  std::string log(log_size, '\0');
-  if (log_size > 0) nvrtcGetProgramLog(prog, log.data());
-  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
-  if (log.size() > kMaxLogBytes) log = log.substr(0, kMaxLogBytes) + "\n[log truncated]";
-  g_stats.last_log = log;
-  std::string cubin;
-  if (res == NVRTC_SUCCESS) {
-    size_t size = 0;
-    nvrtcGetCUBINSize(prog, &size);
-    cubin.resize(size);
-    nvrtcGetCUBIN(prog, cubin.data());
-  }
-  nvrtcDestroyProgram(&prog);
-  g_stats.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  ++g_stats.compiles;
-  if (res != NVRTC_SUCCESS) {
-    throw CompileError(std::string("NVRTC: ") + nvrtcGetErrorString(res) + "\n" + log);
-  }
-  if (!cache_path.empty()) {
-    std::string tmp = cache_path + ".tmp" + std::to_string(getpid());
-    {
-      std::ofstream out(tmp, std::ios::binary);
-      out.write(cubin.data(), static_cast<std::streamsize>(cubin.size()));
-    }
-    std::rename(tmp.c_str(), cache_path.c_str());
-  }
-  return cubin;
+  if (!out.ok) throw CompileError("NVRTC: " + out.log);
+  return out.cubin;
 }
 
 unsigned Dim(const py::handle& v, int axis) {
