@@ -236,9 +236,11 @@ void Worker::Run(const std::atomic<bool>& stop) {
       drain_deadline = Clock::now() + std::chrono::seconds(60);
     }
     {
-      absl::MutexLock lock(&shared.mu);
+      absl::MutexLock lock(&shared.mu);  // draining with nothing left to deliver: done
       if (stop && shared.running == 0 && shared.queued.empty() && shared.outbox.empty()) break;
     }
+    // Disconnected while draining: keep trying to deliver for a while, then leave the leases
+    // to expire (they run again elsewhere; nothing is lost).
     if (Clock::now() > drain_deadline) {
       absl::MutexLock lock(&shared.mu);
       LogWarning("giving up on delivering results while draining; their leases will expire "
@@ -254,12 +256,6 @@ void Worker::Run(const std::atomic<bool>& stop) {
       reg_ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
       grpc::Status rs = stub->Register(&reg_ctx, reg, &reg_resp);
       if (!rs.ok()) {
-        {
-          absl::MutexLock lock(&shared.mu);
-          if (stop && shared.running == 0 && shared.queued.empty() && shared.outbox.empty()) {
-            break;  // nothing left to deliver
-          }
-        }
         LogWarning("cannot reach the coordinator; retrying",
                    {{"error", rs.error_message()}, {"backoff_s", std::to_string(backoff_s)}});
         for (double w = 0; w < backoff_s; w += 0.05) {
