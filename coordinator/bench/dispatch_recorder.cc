@@ -15,6 +15,7 @@ void DispatchRecorder::StartPhase(BenchClock::time_point start) {
   start_ = start;
   batches_.clear();
   waiting_ = 0;
+  dry_spells_ = 0;
   result_sent_.clear();
   result_times_.clear();
   received_.clear();
@@ -50,13 +51,14 @@ void DispatchRecorder::LeaseArrived(int batch, std::optional<SentResult> previou
   absl::MutexLock lock(&mu_);
   ++leases_;
   if (previous_result) {
-    (previous_result->work_queued ? turnaround_ : idle_turnaround_)
-        .push_back(Ms(t - previous_result->at));
+    bool queued_throughout =
+        previous_result->work_queued && previous_result->dry_spells == dry_spells_;
+    (queued_throughout ? turnaround_ : idle_turnaround_).push_back(Ms(t - previous_result->at));
   }
   auto it = batches_.find(batch);
   if (it == batches_.end()) return;
   ++it->second.leased;
-  if (it->second.committed && waiting_ > 0) --waiting_;
+  if (it->second.committed && waiting_ > 0 && --waiting_ == 0) ++dry_spells_;
   queue_wait_.push_back(Ms(t - it->second.submitted));
 }
 
@@ -65,7 +67,7 @@ DispatchRecorder::SentResult DispatchRecorder::ResultSent(int64_t evaluation_id,
   absl::MutexLock lock(&mu_);
   result_sent_[evaluation_id] = t;
   result_times_.push_back(t);
-  return SentResult{t, waiting_ > 0};
+  return SentResult{t, waiting_ > 0, dry_spells_};
 }
 
 void DispatchRecorder::RecordReceived(int64_t evaluation_id, uint32_t attempts, bool ok,

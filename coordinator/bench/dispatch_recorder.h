@@ -4,13 +4,14 @@
 //
 // Definitions, all on std::chrono::steady_clock within the bench process:
 //   lease turnaround  a worker hands its result of lease k to gRPC -> lease k+1 arrives at the
-//                     same worker, counted when work was queued as the result went out (some
-//                     committed batch had evaluations no worker had been leased yet). This is
-//                     how long a free slot waits while work is there: both loopback hops, the
-//                     coordinator storing the result, noticing the free slot and running its
-//                     Lease query. A worker's first lease of a phase has no turnaround.
-//   idle turnaround   the same, when no committed work was waiting as the result went out (the
-//                     slot waited for the next batch's Enqueue to commit as well).
+//                     same worker, counted when committed work waited for a lease throughout
+//                     (some committed batch had evaluations no worker had been leased, from the
+//                     result until the lease). This is how long a free slot waits while work is
+//                     there: both loopback hops, the coordinator storing the result, noticing
+//                     the free slot and running its Lease query. A worker's first lease of a
+//                     phase has no turnaround.
+//   idle turnaround   the same when the committed work ran out in between: the slot also
+//                     waited for the next batch's Enqueue to commit.
 //   queue wait        the batch's EvaluateBatch call starts -> a lease of that batch arrives at
 //                     a worker: the Enqueue transaction plus the wait behind earlier work.
 //   enqueue           the EvaluateBatch call starts -> its initial metadata (the batch id)
@@ -66,6 +67,7 @@ class DispatchRecorder {
   struct SentResult {
     BenchClock::time_point at;
     bool work_queued = false;  // committed evaluations were waiting for a lease then
+    int64_t dry_spells = 0;    // how often committed work had run out before
   };
 
   void BatchSubmitted(int batch, int evaluations, BenchClock::time_point t);
@@ -92,6 +94,7 @@ class DispatchRecorder {
   std::map<int, Batch> batches_ ABSL_GUARDED_BY(mu_);
   // Evaluations of committed batches not leased yet (as far as the workers have seen).
   int64_t waiting_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t dry_spells_ ABSL_GUARDED_BY(mu_) = 0;  // times waiting_ dropped to zero
   std::map<int64_t, BenchClock::time_point> result_sent_ ABSL_GUARDED_BY(mu_);
   std::vector<BenchClock::time_point> result_times_ ABSL_GUARDED_BY(mu_);
   std::set<int64_t> received_ ABSL_GUARDED_BY(mu_);

@@ -37,6 +37,26 @@ TEST(DispatchRecorderTest, TurnaroundCountsOnlyWhileCommittedWorkWaits) {
   EXPECT_DOUBLE_EQ(r.queue_wait.max_ms, 13);
 }
 
+TEST(DispatchRecorderTest, TurnaroundIsIdleWhenWorkRanOutMeanwhile) {
+  DispatchRecorder rec;
+  BenchClock::time_point t0 = BenchClock::now();
+  rec.StartPhase(t0);
+  rec.BatchSubmitted(0, 1, t0);
+  rec.BatchEnqueued(0, t0);
+  // Work waits as the result goes out, but another worker takes the last evaluation.
+  DispatchRecorder::SentResult sent = rec.ResultSent(1, t0 + milliseconds(1));
+  EXPECT_TRUE(sent.work_queued);
+  rec.LeaseArrived(0, std::nullopt, t0 + milliseconds(2));
+  rec.BatchSubmitted(1, 1, t0 + milliseconds(3));
+  rec.BatchEnqueued(1, t0 + milliseconds(50));
+  rec.LeaseArrived(1, sent, t0 + milliseconds(51));
+
+  DispatchReport r = rec.Report();
+  EXPECT_EQ(r.turnaround.n, 0);
+  EXPECT_EQ(r.idle_turnaround.n, 1);
+  EXPECT_DOUBLE_EQ(r.idle_turnaround.max_ms, 50);
+}
+
 TEST(DispatchRecorderTest, RecordsAreCountedOnceAndTimedFromTheirResult) {
   DispatchRecorder rec;
   BenchClock::time_point t0 = BenchClock::now();
