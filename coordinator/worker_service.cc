@@ -105,6 +105,11 @@ grpc::Status WorkerServiceImpl::Connect(
         draining = msg.heartbeat().draining();
       } else if (msg.has_result()) {
         const auto& r = msg.result();
+        {
+          // Free the slot before waking anyone, so this stream's own loop sees it.
+          absl::MutexLock lock(&mu);
+          outstanding.erase(r.lease_id());
+        }
         // The database may be restarting: retry for a while before leaving the lease to expire
         // (then the evaluation runs again; nothing is lost either way).
         auto stored = queue_.Complete(r.lease_id(), worker_id, r.result());
@@ -124,13 +129,13 @@ grpc::Status WorkerServiceImpl::Connect(
                   {{"lease_id", r.lease_id()}, {"verdict", VerdictName(r.result().verdict())}});
           notifier_.Notify();
         }
-        absl::MutexLock lock(&mu);
-        outstanding.erase(r.lease_id());
       } else if (msg.has_release()) {
         (void)queue_.Release(msg.release().lease_id(), worker_id);
+        {
+          absl::MutexLock lock(&mu);
+          outstanding.erase(msg.release().lease_id());
+        }
         notifier_.Notify();
-        absl::MutexLock lock(&mu);
-        outstanding.erase(msg.release().lease_id());
       }
     }
     absl::MutexLock lock(&mu);
