@@ -1,6 +1,8 @@
 #include "gpu_worker/eval/cpp_dialect.h"
 
+#include "common/base/files.h"
 #include "gpu_worker/eval/cuda_driver.h"
+#include "gpu_worker/eval/kernel_args.h"
 
 #include <ATen/core/grad_mode.h>
 #include <c10/cuda/CUDAStream.h>
@@ -55,27 +57,6 @@ std::string MakeDirs(const std::string& path) {
   }
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return "";
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// Writes through a temporary name and a rename, so readers never see a partial file.
-bool WriteFileAtomically(const std::string& path, const std::string& data) {
-  std::string tmp = path + ".tmp" + std::to_string(getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out.write(data.data(), static_cast<std::streamsize>(data.size()));
-    if (!out) return false;
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) == 0) return true;
-  std::remove(tmp.c_str());
-  return false;
-}
-
 std::string Bounded(std::string log, size_t max_bytes) {
   while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
   if (log.size() > max_bytes) log = log.substr(0, max_bytes) + "\n[log truncated]";
@@ -128,7 +109,7 @@ std::vector<std::string> LinkFlags(const CppToolchain& tc) {
 
 std::string CandidateHeader(const CppToolchain& tc) {
   for (const auto& dir : tc.include_dirs) {
-    std::string text = ReadFile(dir + "/kforge/candidate.h");
+    std::string text = ReadFileOrEmpty(dir + "/kforge/candidate.h");
     if (!text.empty()) return text;
   }
   return "";
@@ -340,32 +321,13 @@ class CppContext final : public kforge::Context {
         out[0] = static_cast<unsigned char>(arg.integer());
         return;
       case Kind::kInt: {
-        int64_t v = arg.integer();
-        int bits = static_cast<int>(size) * 8;
-        if (size != 1 && size != 2 && size != 4 && size != 8) {
-          throw bad("an integer for a " + std::to_string(size) + "-byte parameter");
-        }
-        bool fits =
-            bits == 64 ||
-            (arg.unsigned_type() ? static_cast<uint64_t>(v) < (uint64_t{1} << bits)
-                                 : v >= -(int64_t{1} << (bits - 1)) && v < (int64_t{1} << bits));
-        if (!fits) {
-          throw bad("integer " + std::to_string(v) + " does not fit a " + std::to_string(size) +
-                    "-byte parameter");
-        }
-        std::memcpy(out, &v, size);  // little-endian: the low bytes
+        std::string why = PackInteger(arg.integer(), arg.unsigned_type(), size, out);
+        if (!why.empty()) throw bad(why);
         return;
       }
       case Kind::kFloat: {
-        double v = arg.floating();
-        if (size == 8) {
-          std::memcpy(out, &v, 8);
-        } else if (size == 4) {
-          float f = static_cast<float>(v);
-          std::memcpy(out, &f, 4);
-        } else {
-          throw bad("a floating-point value for a " + std::to_string(size) + "-byte parameter");
-        }
+        std::string why = PackFloat(arg.floating(), size, out);
+        if (!why.empty()) throw bad(why);
         return;
       }
     }
@@ -459,7 +421,7 @@ bool CompileSharedObject(const std::string& source, const CppToolchain& tc,
   if (Exists(so)) {
     r->cache_hit = true;
     ++g_stats.cache_hits;
-    r->log = ReadFile(log_path);
+    r->log = ReadFileOrEmpty(log_path);
     return true;
   }
   if (!MakeDirs(key_dir).empty() || !WriteFileAtomically(key_dir + "/" + kSourceName, source)) {

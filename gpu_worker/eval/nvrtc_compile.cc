@@ -8,31 +8,13 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/base/files.h"
 #include "common/base/sha256.h"
 
 namespace kforge::eval {
 namespace {
 
 constexpr size_t kMaxNvrtcLogBytes = 16 << 10;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return "";
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// Through a temporary name and a rename, so concurrent readers never see a partial cubin.
-void WriteFileAtomically(const std::string& path, const std::string& data) {
-  std::string tmp = path + ".tmp" + std::to_string(getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(data.data(), static_cast<std::streamsize>(data.size()));
-    if (!out) return;
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) unlink(tmp.c_str());
-}
 
 std::string Bounded(std::string log, size_t max_bytes) {
   while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
@@ -55,7 +37,7 @@ NvrtcCompileOutput CompileWithNvrtc(const NvrtcCompileRequest& request) {
   std::string cache_path;
   if (!request.cache_dir.empty()) {
     cache_path = request.cache_dir + "/" + Sha256Hex(key_material) + ".cubin";
-    out.cubin = ReadFile(cache_path);
+    out.cubin = ReadFileOrEmpty(cache_path);
     if (!out.cubin.empty()) {
       out.ok = out.cache_hit = true;
       return out;

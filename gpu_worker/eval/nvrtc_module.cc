@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "gpu_worker/eval/cuda_driver.h"
+#include "gpu_worker/eval/kernel_args.h"
 #include "gpu_worker/eval/nvrtc_compile.h"
 
 namespace py = pybind11;
@@ -122,35 +123,13 @@ class Kernel {
       return;
     }
     if (py::isinstance<py::int_>(arg)) {
-      long long v = arg.cast<long long>();
-      if (size == 8) {
-        std::memcpy(out, &v, 8);
-      } else if (size == 4) {
-        if (v < INT32_MIN || v > static_cast<long long>(UINT32_MAX)) {
-          throw bad("integer " + std::to_string(v) + " does not fit a 4-byte parameter");
-        }
-        int32_t x = static_cast<int32_t>(v);
-        std::memcpy(out, &x, 4);
-      } else if (size == 2) {
-        int16_t x = static_cast<int16_t>(v);
-        std::memcpy(out, &x, 2);
-      } else if (size == 1) {
-        out[0] = static_cast<unsigned char>(v);
-      } else {
-        throw bad("integer for a " + std::to_string(size) + "-byte parameter");
-      }
+      std::string why = PackInteger(arg.cast<int64_t>(), false, size, out);
+      if (!why.empty()) throw bad(why);
       return;
     }
     if (py::isinstance<py::float_>(arg)) {
-      double v = arg.cast<double>();
-      if (size == 8) {
-        std::memcpy(out, &v, 8);
-      } else if (size == 4) {
-        float f = static_cast<float>(v);
-        std::memcpy(out, &f, 4);
-      } else {
-        throw bad("float for a " + std::to_string(size) + "-byte parameter");
-      }
+      std::string why = PackFloat(arg.cast<double>(), size, out);
+      if (!why.empty()) throw bad(why);
       return;
     }
     throw bad("unsupported type " + std::string(py::str(py::type::handle_of(arg))));

@@ -1,0 +1,20 @@
+// Whole-file reads and atomic writes.
+//
+// Pure functions over the file system; thread-safe. Standard library only (the engine uses
+// them on GPU machines).
+#ifndef KFORGE_COMMON_BASE_FILES_H_
+#define KFORGE_COMMON_BASE_FILES_H_
+
+#include <string>
+
+namespace kforge {
+
+// The file's bytes, or "" when it cannot be read.
+std::string ReadFileOrEmpty(const std::string& path);
+// Writes through a temporary name and a rename, so readers (other processes too) never see a
+// partial file. False when it could not be written.
+bool WriteFileAtomically(const std::string& path, const std::string& data);
+
+}  // namespace kforge
+
+#endif  // KFORGE_COMMON_BASE_FILES_H_
