@@ -1,0 +1,28 @@
+"""kforge: a Python client for a kforge cluster (submit KernelBench tasks, evaluate
+candidate kernels as a reward function, run and watch optimisation jobs, query results).
+
+The gRPC stubs of proto/kforge/v1 are generated into kforge.v1 when the package is built.
+"""
+
+from kforge.batch import BatchStream
+from kforge.client import Client, as_candidate, speedup_reward
+from kforge.errors import (AlreadyExistsError, CancelledError, DeadlineExceededError,
+                           FailedPreconditionError, InternalError, InvalidArgumentError,
+                           KforgeError, NotFoundError, ResourceExhaustedError,
+                           UnavailableError, UnimplementedError)
+from kforge.progress import Progress
+from kforge.records import (BestCandidate, Budget, Candidate, Correctness, Evaluation, Job,
+                            JobEvent, LlmSettings, Records, SubmittedTask, SystemInfo, Timing,
+                            Worker, record_to_row, records_to_dataframe)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AlreadyExistsError", "BatchStream", "BestCandidate", "Budget", "CancelledError",
+    "Candidate", "Client", "Correctness", "DeadlineExceededError", "Evaluation",
+    "FailedPreconditionError", "InternalError", "InvalidArgumentError", "Job", "JobEvent",
+    "KforgeError", "LlmSettings", "NotFoundError", "Progress", "Records",
+    "ResourceExhaustedError", "SubmittedTask", "SystemInfo", "Timing", "UnavailableError",
+    "UnimplementedError", "Worker", "as_candidate", "record_to_row", "records_to_dataframe",
+    "speedup_reward",
+]

@@ -1,0 +1,306 @@
+"""Plain records (dataclasses) for what the kforge API returns, converted from the protobuf
+messages of proto/kforge/v1, and a loader into pandas.
+
+Enum values become lower-case names: Verdict.VERDICT_OK -> "ok", JobState.JOB_STATE_RUNNING
+-> "running", Dialect.DIALECT_NVRTC -> "nvrtc". Records hold no reference to protobuf or gRPC
+objects, so they pickle, compare and print like any dataclass.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from dataclasses import dataclass
+from typing import Any, Dict, Iterable, List, Optional
+
+TERMINAL_JOB_STATES = ("succeeded", "failed", "cancelled")
+
+
+def enum_name(enum_type, value: int) -> str:
+    """`VERDICT_COMPILE_ERROR` -> "compile_error" (prefix of the enum dropped)."""
+    name = enum_type.Name(value)
+    prefix = enum_type.DESCRIPTOR.values[0].name.rsplit("UNSPECIFIED", 1)[0]
+    return name[len(prefix):].lower() if name.startswith(prefix) else name.lower()
+
+
+def enum_value(enum_type, name: str) -> int:
+    """The inverse of enum_name: "compile_error" -> VERDICT_COMPILE_ERROR."""
+    prefix = enum_type.DESCRIPTOR.values[0].name.rsplit("UNSPECIFIED", 1)[0]
+    try:
+        return enum_type.Value(prefix + name.upper())
+    except ValueError:
+        known = [enum_name(enum_type, v.number) for v in enum_type.DESCRIPTOR.values[1:]]
+        raise ValueError(f"unknown {enum_type.DESCRIPTOR.name} '{name}'; one of {known}") from None
+
+
+def _copy_fields(cls, message, **overrides):
+    """cls(...) from the message's fields of the same names, plus `overrides`."""
+    values = {f.name: getattr(message, f.name) for f in dataclasses.fields(cls)
+              if f.name not in overrides}
+    return cls(**values, **overrides)
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Statistics over the timed samples of one program, in milliseconds."""
+    median_ms: float
+    mean_ms: float
+    min_ms: float
+    max_ms: float
+    std_ms: float
+    n: int
+
+
+@dataclass(frozen=True)
+class Correctness:
+    """What the correctness stage checked and how close the candidate came."""
+    trials: int
+    trials_passed: int
+    max_abs_error: float
+    max_rel_error: float
+    whole_rel_error: float
+    atol: float
+    rtol: float
+
+
+@dataclass(frozen=True)
+class SystemInfo:
+    """The machine an evaluation ran on."""
+    gpu_name: str
+    compute_capability: str
+    sm_clock_mhz: int
+    max_sm_clock_mhz: int
+    temperature_c: int
+    driver_version: str
+    cuda_version: str
+    torch_version: str
+    l2_cache_bytes: int
+    hostname: str
+    engine_version: str
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """One stored evaluation: a candidate on one GPU type, with its verdict.
+
+    `speedup` is reference median / candidate median and is set only for verdict "ok";
+    `reason` says why in words, `rule` names the anti-reward-hacking rule for "rejected".
+    """
+    evaluation_id: str
+    candidate_id: str
+    task_id: str
+    gpu_type: str
+    verdict: str
+    reason: str
+    speedup: Optional[float]
+    reference: Optional[Timing]
+    candidate: Optional[Timing]
+    correctness: Optional[Correctness]
+    system: Optional[SystemInfo]
+    rule: str = ""
+    stage: str = ""
+    dialect: str = ""
+    device: str = ""
+    worker_id: str = ""
+    client_ref: str = ""
+    batch_id: str = ""
+    attempts: int = 0
+    finished_at: str = ""
+    compiler_log: str = ""
+    output_log: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict == "ok"
+
+    @classmethod
+    def from_proto(cls, rec) -> "Evaluation":
+        r = rec.result
+        from kforge.v1 import eval_pb2
+
+        return cls(
+            evaluation_id=rec.evaluation_id, candidate_id=rec.candidate_id,
+            task_id=rec.task_id, gpu_type=rec.gpu_type,
+            verdict=enum_name(eval_pb2.Verdict, r.verdict), reason=r.reason,
+            speedup=r.speedup if r.HasField("speedup") else None,
+            reference=_copy_fields(Timing, r.reference) if r.HasField("reference") else None,
+            candidate=_copy_fields(Timing, r.candidate) if r.HasField("candidate") else None,
+            correctness=(_copy_fields(Correctness, r.correctness)
+                         if r.HasField("correctness") else None),
+            system=_copy_fields(SystemInfo, r.system) if r.HasField("system") else None,
+            rule=r.rule, stage=r.stage, dialect=enum_name(eval_pb2.Dialect, r.dialect),
+            device=r.device, worker_id=rec.worker_id, client_ref=rec.client_ref,
+            batch_id=rec.batch_id, attempts=rec.attempts, finished_at=rec.finished_at,
+            compiler_log=r.compiler_log, output_log=r.output_log)
+
+
+@dataclass(frozen=True)
+class BestCandidate:
+    """The best correct candidate of a GPU type; `source` is filled by get_best_candidates."""
+    gpu_type: str
+    candidate_id: str
+    speedup: float
+    reference_ms: float
+    candidate_ms: float
+    source: Optional[str] = None
+
+    @classmethod
+    def from_proto(cls, best, source: Optional[str] = None) -> "BestCandidate":
+        return _copy_fields(cls, best, source=source)
+
+
+@dataclass(frozen=True)
+class Job:
+    """An optimisation job and how far it got. `state` is one of queued, running, succeeded,
+    failed, cancelled."""
+    job_id: str
+    task_id: str
+    state: str
+    gpu_types: List[str]
+    strategy: str
+    rounds_done: int
+    candidates_evaluated: int
+    created_at: str
+    updated_at: str
+    error: str
+    best: List[BestCandidate]
+
+    @property
+    def finished(self) -> bool:
+        return self.state in TERMINAL_JOB_STATES
+
+    @classmethod
+    def from_proto(cls, job) -> "Job":
+        from kforge.v1 import jobs_pb2
+
+        return _copy_fields(cls, job, state=enum_name(jobs_pb2.JobState, job.state),
+                            gpu_types=list(job.gpu_types),
+                            best=[BestCandidate.from_proto(b) for b in job.best])
+
+
+@dataclass(frozen=True)
+class JobEvent:
+    """One event of WatchJob. `kind` says which field is set: "round_started" (round),
+    "candidates_generated" (candidates_generated), "result" (result), "new_best" (new_best),
+    "finished" (state)."""
+    job_id: str
+    kind: str
+    round: Optional[int] = None
+    candidates_generated: Optional[int] = None
+    result: Optional[Evaluation] = None
+    new_best: Optional[BestCandidate] = None
+    state: Optional[str] = None
+
+    @classmethod
+    def from_proto(cls, event) -> "JobEvent":
+        from kforge.v1 import jobs_pb2
+
+        kind = event.WhichOneof("event") or ""
+        event_field = {
+            "round_started": lambda: {"round": event.round_started},
+            "candidates_generated": lambda: {"candidates_generated": event.candidates_generated},
+            "result": lambda: {"result": Evaluation.from_proto(event.result)},
+            "new_best": lambda: {"new_best": BestCandidate.from_proto(event.new_best)},
+            "finished": lambda: {"state": enum_name(jobs_pb2.JobState, event.finished)},
+        }
+        return cls(job_id=event.job_id, kind=kind, **event_field.get(kind, dict)())
+
+
+@dataclass(frozen=True)
+class Worker:
+    """A registered worker; `alive` when it heartbeated within the last 30 s."""
+    worker_id: str
+    hostname: str
+    gpu_type: str
+    slots: int
+    last_heartbeat: str
+    alive: bool
+    leases_held: int
+
+    @classmethod
+    def from_proto(cls, info) -> "Worker":
+        return _copy_fields(cls, info)
+
+
+@dataclass(frozen=True)
+class SubmittedTask:
+    """SubmitTask's answer: the task's content address and whether it was new."""
+    task_id: str
+    created: bool
+
+
+@dataclass(frozen=True)
+class LlmSettings:
+    """LLM settings of a job; empty or zero fields take the gateway's defaults."""
+    provider: str = ""
+    model: str = ""
+    temperature: float = 0.0
+    max_tokens: int = 0
+    base_url: str = ""
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Budgets and stop rules of a job; zero means unlimited, except max_rounds (0: 5)."""
+    max_rounds: int = 0
+    max_candidates: int = 0
+    max_tokens: int = 0
+    max_wall_s: float = 0.0
+    target_speedup: float = 0.0
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A candidate for evaluate_batch. `dialect` empty: inferred by the server from the
+    source; `client_ref` is echoed back in its results."""
+    source: str
+    dialect: str = ""
+    client_ref: str = ""
+
+
+def _nested_record_type(hint) -> Optional[type]:
+    """SomeRecord for a hint Optional[SomeRecord], else None."""
+    for arg in typing.get_args(hint):
+        if dataclasses.is_dataclass(arg):
+            return arg
+    return None
+
+
+def _flatten(prefix: str, record: Any, cls: type, out: Dict[str, Any]) -> None:
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        name = f"{prefix}_{f.name}" if prefix else f.name
+        value = None if record is None else getattr(record, f.name)
+        nested = _nested_record_type(hints[f.name])
+        if nested is not None:
+            _flatten(name, value, nested, out)
+        elif dataclasses.is_dataclass(value):
+            _flatten(name, value, type(value), out)
+        else:
+            out[name] = value
+
+
+def record_to_row(record: Any) -> Dict[str, Any]:
+    """A record as one flat dict: nested records become prefixed columns
+    (reference.median_ms -> reference_median_ms), all None where the nested record is None,
+    so every row of one record type has the same columns."""
+    row: Dict[str, Any] = {}
+    _flatten("", record, type(record), row)
+    return row
+
+
+def records_to_dataframe(records: Iterable[Any]):
+    """A pandas DataFrame with one row per record (see record_to_row). Needs pandas."""
+    try:
+        import pandas
+    except ImportError as e:
+        raise ImportError("records_to_dataframe needs pandas: pip install 'kforge[pandas]'") from e
+    return pandas.DataFrame([record_to_row(r) for r in records])
+
+
+class Records(list):
+    """A list of records with .to_pandas()."""
+
+    def to_pandas(self):
+        return records_to_dataframe(self)
+

@@ -1,0 +1,204 @@
+"""A private kforge stack for the SDK's tests: a PostgreSQL 15 server made with initdb and
+pg_ctl, and the real service binaries (kforge-coordinator, kforge-worker in CPU mode,
+kforge-gateway) as child processes on loopback, each in its own process group.
+
+Binaries come from $KFORGE_SDK_BUILD_DIR (set by the CTest entry; default: ../../build from
+this file). Services bind port 0 where they may and report their ports in a ready file, as
+tests/service_process.h does for the C++ tests. Everything lives under one temporary
+directory that stop() removes.
+
+Thread-safety: used by the test thread only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import List, Optional
+
+REPO = Path(os.environ.get("KFORGE_SDK_SOURCE_DIR", Path(__file__).resolve().parents[2]))
+BUILD = Path(os.environ.get("KFORGE_SDK_BUILD_DIR", REPO / "build"))
+PG_BIN = Path(os.environ.get("KFORGE_PG_BIN_DIR", "/usr/lib/postgresql/15/bin"))
+PG_SUPERUSER = "kforge"
+READY_TIMEOUT_S = 60.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _service_env() -> dict:
+    # The children read KFORGE_<FLAG> variables as flags: only the test's own are removed.
+    return {k: v for k, v in os.environ.items() if not k.startswith("KFORGE_SDK_")}
+
+
+class Postgres:
+    """A throw-away PostgreSQL server; as root it runs as the 'postgres' (or 'nobody') user,
+    since initdb and postgres refuse root."""
+
+    def __init__(self):
+        self.dir = Path(tempfile.mkdtemp(prefix="kforge-sdk-pg-", dir="/tmp"))
+        self.port = 0
+        self._user = None
+        if os.geteuid() == 0:
+            for name in ("postgres", "nobody"):
+                try:
+                    self._user = pwd.getpwnam(name)
+                    break
+                except KeyError:
+                    continue
+            os.chown(self.dir, self._user.pw_uid, self._user.pw_gid)
+        self._run([PG_BIN / "initdb", "-D", self.dir / "data", "-U", PG_SUPERUSER, "-A", "trust",
+                   "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions"])
+        for attempt in range(5):  # a probed port can be taken before the server binds it
+            self.port = free_port()
+            try:
+                self._run([PG_BIN / "pg_ctl", "start", "-D", self.dir / "data", "-l",
+                           self.dir / "server.log", "-w", "-t", "60", "-s", "-o",
+                           f"-k {self.dir} -h 127.0.0.1 -p {self.port} -c fsync=off "
+                           "-c synchronous_commit=off -c full_page_writes=off"])
+                return
+            except RuntimeError:
+                if attempt == 4:
+                    raise
+
+    def _run(self, argv: List) -> None:
+        kwargs = {}
+        if self._user is not None:
+            kwargs = dict(user=self._user.pw_uid, group=self._user.pw_gid, extra_groups=[])
+        r = subprocess.run([str(a) for a in argv], cwd=self.dir, capture_output=True, text=True,
+                           timeout=120, env={"PATH": "/usr/bin:/bin", "LC_ALL": "C",
+                                             "HOME": str(self.dir)}, **kwargs)
+        if r.returncode != 0:
+            log = self.dir / "server.log"
+            raise RuntimeError(f"{argv[0]} failed ({r.returncode}): {r.stdout}{r.stderr}"
+                               + (log.read_text()[-4000:] if log.exists() else ""))
+
+    def create_database(self, name: str) -> str:
+        self._run([PG_BIN / "createdb", "-h", "127.0.0.1", "-p", self.port, "-U", PG_SUPERUSER,
+                   name])
+        return f"postgresql://{PG_SUPERUSER}@127.0.0.1:{self.port}/{name}"
+
+    def stop(self) -> None:
+        try:
+            self._run([PG_BIN / "pg_ctl", "stop", "-D", self.dir / "data", "-m", "immediate",
+                       "-w", "-s"])
+        finally:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Service:
+    """One service binary as a child process, started and waited for with its ready file."""
+
+    def __init__(self, binary: str, flags: List[str], workdir: Path, name: str,
+                 grpc_address: str = "127.0.0.1:0"):
+        self.name = name
+        self.binary = BUILD / binary
+        self.flags = flags
+        self.log_path = workdir / f"{name}.log"
+        self.ready_path = workdir / f"{name}.ready.json"
+        self.grpc_address = grpc_address
+        self.process: Optional[subprocess.Popen] = None
+        self.start()
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.grpc_port}"
+
+    def start(self) -> None:
+        self.ready_path.unlink(missing_ok=True)
+        argv = [str(self.binary), *self.flags, f"--grpc_address={self.grpc_address}",
+                "--metrics_address=127.0.0.1:0", f"--ready_file={self.ready_path}"]
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
+                                            stdin=subprocess.DEVNULL, env=_service_env(),
+                                            start_new_session=True)
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.ready_path.exists():
+                try:
+                    self.grpc_port = json.loads(self.ready_path.read_text())["grpc_port"]
+                    return
+                except (ValueError, KeyError):
+                    pass  # written but not complete yet
+            if self.process.poll() is not None:
+                raise RuntimeError(f"{self.name} exited with {self.process.returncode}:\n"
+                                   + self.log())
+            time.sleep(0.05)
+        self.kill()
+        raise RuntimeError(f"{self.name} not ready within {READY_TIMEOUT_S} s:\n" + self.log())
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")[-8000:]
+
+    def kill(self) -> None:
+        """SIGKILL to the whole process group: no chance to clean up."""
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+    def terminate(self, limit_s: float = 30) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        os.killpg(self.process.pid, signal.SIGTERM)
+        try:
+            self.process.wait(timeout=limit_s)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+
+class Stack:
+    """PostgreSQL database `database`, a coordinator, a gateway and one CPU-mode worker per
+    entry of `worker_gpu_types` (each with `--gpu_type` set to it, so CPU workers stand in
+    for pools of different GPU types)."""
+
+    def __init__(self, pg: Postgres, database: str, worker_gpu_types=("cpu",),
+                 coordinator_flags=(), fixed_port: bool = False):
+        self.dir = Path(tempfile.mkdtemp(prefix=f"kforge-sdk-{database}-", dir="/tmp"))
+        self.dir.chmod(0o755)  # the sandboxed evaluations run as 'nobody' and use cache/
+        self.services: List[Service] = []
+        try:
+            self.database_url = pg.create_database(database)
+            self.gateway = self._add("llm_gateway/kforge-gateway", [], "gateway")
+            address = f"127.0.0.1:{free_port()}" if fixed_port else "127.0.0.1:0"
+            self.coordinator = self._add(
+                "coordinator/kforge-coordinator",
+                [f"--database_url={self.database_url}", "--db_pool_size=6",
+                 "--lease_timeout_s=5", "--heartbeat_interval_s=0.5", *coordinator_flags],
+                "coordinator", grpc_address=address)
+            for i, gpu_type in enumerate(worker_gpu_types):
+                self._add("gpu_worker/kforge-worker",
+                          [f"--coordinator={self.coordinator.address}", f"--gpu_type={gpu_type}",
+                           "--device=cpu", "--slots=1", f"--cache_dir={self.dir}/cache",
+                           f"--eval_binary={BUILD}/gpu_worker/eval/kforge-eval"],
+                          f"worker{i}")
+        except BaseException:
+            self.stop()
+            raise
+
+    @property
+    def address(self) -> str:
+        return self.coordinator.address
+
+    def _add(self, binary: str, flags: List[str], name: str, **kwargs) -> Service:
+        service = Service(binary, flags, self.dir, name, **kwargs)
+        self.services.append(service)
+        return service
+
+    def logs(self) -> str:
+        return "\n".join(f"--- {s.name} ---\n{s.log()}" for s in self.services)
+
+    def stop(self) -> None:
+        for service in reversed(self.services):
+            service.terminate()
+        shutil.rmtree(self.dir, ignore_errors=True)

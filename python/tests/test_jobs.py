@@ -1,0 +1,95 @@
+"""Optimisation jobs through the SDK: submit, watch with a progress bar, get, list, cancel,
+best candidates. The gateway's offline proposer generates the candidates (no LLM); in CPU
+mode the generated NVRTC candidates cannot run, so the assertions are about the job's life
+and the records, not about speedups."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+
+import pytest
+
+import kforge
+from conftest import candidate_path
+
+SEEDS = [candidate_path("tiny_relu", "nvrtc_relu"), candidate_path("tiny_relu", "correct")]
+
+
+@pytest.fixture(scope="module")
+def finished_job(client, relu_task):
+    """A two-round job on GPU type "cpu", watched to its end: (job id, final Job, events,
+    progress output)."""
+    job_id = client.submit_job(relu_task, ["cpu"], strategy="contrastive",
+                               budget=kforge.Budget(max_rounds=2, max_candidates=6),
+                               llm={"provider": "offline"}, seed=7, seed_candidates=SEEDS)
+    events = list(client.job_events(job_id))
+    out = io.StringIO()
+    job = client.watch_job(job_id, file=out)
+    return job_id, job, events, out.getvalue()
+
+
+def test_a_job_runs_to_success_within_its_budget(finished_job, relu_task):
+    job_id, job, _, _ = finished_job
+    assert job.job_id == job_id and job.task_id == relu_task
+    assert job.state == "succeeded", job.error
+    assert job.finished
+    assert job.gpu_types == ["cpu"] and job.strategy == "contrastive"
+    assert 1 <= job.rounds_done <= 2
+    assert job.candidates_evaluated >= 1
+
+
+def test_watching_streams_rounds_results_and_the_end(finished_job):
+    job_id, job, events, _ = finished_job
+    kinds = [e.kind for e in events]
+    assert kinds[0] == "round_started" and events[0].round == 1
+    assert "result" in kinds
+    assert kinds[-1] == "finished" and events[-1].state == job.state
+    assert {e.job_id for e in events} == {job_id}
+    for e in events:
+        if e.kind == "result":
+            assert e.result.task_id == job.task_id and e.result.verdict
+
+
+def test_the_progress_bar_ends_at_the_rounds_done(finished_job):
+    job_id, job, _, progress = finished_job
+    last = progress.splitlines()[-1]
+    assert last.startswith(f"job {job_id[:8]} [")
+    assert f"] {job.rounds_done}/" in last and "succeeded" in last
+
+
+def test_get_and_list_jobs(client, finished_job, relu_task):
+    job_id, job, _, _ = finished_job
+    assert client.get_job(job_id) == job
+    listed = client.list_jobs(task_id=relu_task)
+    assert job_id in [j.job_id for j in listed]
+    assert listed.to_pandas().set_index("job_id").loc[job_id, "state"] == "succeeded"
+
+
+def test_best_candidates_carry_their_sources(client, finished_job, relu_task):
+    job_id, job, _, _ = finished_job
+    best = client.get_best_candidates(relu_task, job_id=job_id)
+    assert [b.candidate_id for b in best] == [b.candidate_id for b in job.best]
+    for b in best:
+        assert b.gpu_type == "cpu" and b.speedup > 0
+        assert hashlib.sha256(b.source.encode()).hexdigest() == b.candidate_id
+
+
+def test_a_cancelled_job_ends_cancelled(client, relu_task):
+    job_id = client.submit_job(relu_task, "cpu", budget={"max_rounds": 50},
+                               seed_candidates=SEEDS)
+    assert client.cancel_job(job_id) == "cancelled"
+    job = client.watch_job(job_id, progress=False)
+    assert job.state == "cancelled" and job.finished
+
+
+def test_unknown_jobs_are_not_found(client):
+    with pytest.raises(kforge.NotFoundError):
+        client.get_job("00000000-0000-0000-0000-000000000000")
+    with pytest.raises(kforge.NotFoundError):
+        client.cancel_job("00000000-0000-0000-0000-000000000000")
+
+
+def test_a_job_on_an_unknown_task_is_refused(client):
+    with pytest.raises(kforge.NotFoundError):
+        client.submit_job("0" * 64, ["cpu"])
