@@ -12,17 +12,16 @@ from kforge.errors import (AlreadyExistsError, CancelledError, DeadlineExceededE
                            UnavailableError, UnimplementedError)
 from kforge.progress import Progress
 from kforge.records import (BestCandidate, Budget, Candidate, Correctness, Evaluation, Job,
-                            JobEvent, LlmSettings, Records, SubmittedTask, SystemInfo, Timing,
-                            Worker, record_to_row, records_to_dataframe)
+                            JobEvent, LlmSettings, Records, Rollout, SubmittedTask, SystemInfo,
+                            Timing, Worker, record_to_row, records_to_dataframe)
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "AlreadyExistsError", "BatchStream", "BestCandidate", "Budget", "CancelledError",
-    "Candidate", "Client", "Correctness", "DeadlineExceededError", "Evaluation",
-    "FailedPreconditionError", "InternalError", "InvalidArgumentError", "Job", "JobEvent",
-    "KforgeError", "LlmSettings", "NotFoundError", "Progress", "Records",
-    "ResourceExhaustedError", "SubmittedTask", "SystemInfo", "Timing", "UnavailableError",
-    "UnimplementedError", "Worker", "as_candidate", "record_to_row", "records_to_dataframe",
-    "speedup_reward",
+    "AlreadyExistsError", "as_candidate", "BatchStream", "BestCandidate", "Budget",
+    "CancelledError", "Candidate", "Client", "Correctness", "DeadlineExceededError",
+    "Evaluation", "FailedPreconditionError", "InternalError", "InvalidArgumentError", "Job",
+    "JobEvent", "KforgeError", "LlmSettings", "NotFoundError", "Progress", "record_to_row",
+    "Records", "records_to_dataframe", "ResourceExhaustedError", "Rollout", "speedup_reward",
+    "SubmittedTask", "SystemInfo", "Timing", "UnavailableError", "UnimplementedError", "Worker",
 ]

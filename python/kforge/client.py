@@ -30,7 +30,8 @@ from kforge.batch import BatchStream
 from kforge.errors import translated, UnavailableError
 from kforge.progress import Progress
 from kforge.records import (Budget, Candidate, BestCandidate, Evaluation, Job, JobEvent,
-                            LlmSettings, Records, SubmittedTask, Worker, enum_name, enum_value)
+                            LlmSettings, Records, Rollout, SubmittedTask, Worker, enum_name,
+                            enum_value)
 from kforge.v1 import eval_pb2, gateway_pb2, jobs_pb2, jobs_pb2_grpc
 
 # What a candidate may be given as: its source, a file holding it, or a Candidate.
@@ -244,6 +245,13 @@ class Client:
         finally:
             if bar is not None:
                 bar.close()
+
+    def export_rollouts(self, job_id: str) -> Records:
+        """The job's completions with verdicts and rewards, in the order they were generated:
+        (prompt, completion, reward) samples for RL training."""
+        with translated():
+            return Records(Rollout.from_proto(r) for r in self._stub.ExportRollouts(
+                jobs_pb2.ExportRolloutsRequest(job_id=job_id), timeout=self.timeout))
 
     # Results ----------------------------------------------------------------------------
 

@@ -164,6 +164,9 @@ class Job:
     updated_at: str
     error: str
     best: List[BestCandidate]
+    tokens_used: int = 0
+    candidates_generated: int = 0
+    stop_reason: str = ""
 
     @property
     def finished(self) -> bool:
@@ -204,6 +207,34 @@ class JobEvent:
             "finished": lambda: {"state": enum_name(jobs_pb2.JobState, event.finished)},
         }
         return cls(job_id=event.job_id, kind=kind, **event_field.get(kind, dict)())
+
+
+@dataclass(frozen=True)
+class Rollout:
+    """One completion of a job's LLM calls with the reward its candidate earned on one GPU
+    type, for RL training. `reward` is CUDA-L1's normalised and clipped reward, `raw_reward`
+    the speedup when ok (else 0); `speedup` is None unless the verdict is ok, `verdict` is
+    "unspecified" when the completion had no usable code (see parse_error)."""
+    job_id: str
+    round: int
+    prompt: str
+    completion: str
+    candidate_id: str
+    parse_error: str
+    gpu_type: str
+    verdict: str
+    speedup: Optional[float]
+    raw_reward: float
+    reward: float
+    llm_call_id: str
+
+    @classmethod
+    def from_proto(cls, rollout) -> "Rollout":
+        from kforge.v1 import eval_pb2
+
+        return _copy_fields(
+            cls, rollout, verdict=enum_name(eval_pb2.Verdict, rollout.verdict),
+            speedup=rollout.speedup if rollout.HasField("speedup") else None)
 
 
 @dataclass(frozen=True)

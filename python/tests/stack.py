@@ -37,9 +37,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _service_env() -> dict:
+def _service_env(extra: dict) -> dict:
     # The children read KFORGE_<FLAG> variables as flags: only the test's own are removed.
-    return {k: v for k, v in os.environ.items() if not k.startswith("KFORGE_SDK_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KFORGE_SDK_")}
+    env.update(extra)
+    return env
 
 
 class Postgres:
@@ -101,8 +103,9 @@ class Service:
     """One service binary as a child process, started and waited for with its ready file."""
 
     def __init__(self, binary: str, flags: List[str], workdir: Path, name: str,
-                 grpc_address: str = "127.0.0.1:0"):
+                 grpc_address: str = "127.0.0.1:0", env: Optional[dict] = None):
         self.name = name
+        self.env = env or {}
         self.binary = BUILD / binary
         self.flags = flags
         self.log_path = workdir / f"{name}.log"
@@ -121,7 +124,7 @@ class Service:
                 "--metrics_address=127.0.0.1:0", f"--ready_file={self.ready_path}"]
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL, env=_service_env(),
+                                            stdin=subprocess.DEVNULL, env=_service_env(self.env),
                                             start_new_session=True)
         deadline = time.monotonic() + READY_TIMEOUT_S
         while time.monotonic() < deadline:
@@ -175,7 +178,8 @@ class Stack:
                 "coordinator/kforge-coordinator",
                 [f"--database_url={self.database_url}", "--db_pool_size=6",
                  "--lease_timeout_s=5", "--heartbeat_interval_s=0.5", *coordinator_flags],
-                "coordinator", grpc_address=address)
+                "coordinator", grpc_address=address,
+                env={"KFORGE_GATEWAY_ADDRESS": self.gateway.address})
             for i, gpu_type in enumerate(worker_gpu_types):
                 self._add("gpu_worker/kforge-worker",
                           [f"--coordinator={self.coordinator.address}", f"--gpu_type={gpu_type}",

@@ -37,12 +37,15 @@ def test_a_job_runs_to_success_within_its_budget(finished_job, relu_task):
     assert job.gpu_types == ["cpu"] and job.strategy == "contrastive"
     assert 1 <= job.rounds_done <= 2
     assert job.candidates_evaluated >= 1
+    assert job.stop_reason in ("max_rounds", "max_candidates", "no_new_candidates")
 
 
 def test_watching_streams_rounds_results_and_the_end(finished_job):
     job_id, job, events, _ = finished_job
     kinds = [e.kind for e in events]
-    assert kinds[0] == "round_started" and events[0].round == 1
+    assert kinds[0] == "round_started"
+    rounds = [e.round for e in events if e.kind == "round_started"]
+    assert rounds == sorted(rounds) and rounds[-1] <= job.rounds_done
     assert "result" in kinds
     assert kinds[-1] == "finished" and events[-1].state == job.state
     assert {e.job_id for e in events} == {job_id}
@@ -73,6 +76,18 @@ def test_best_candidates_carry_their_sources(client, finished_job, relu_task):
     for b in best:
         assert b.gpu_type == "cpu" and b.speedup > 0
         assert hashlib.sha256(b.source.encode()).hexdigest() == b.candidate_id
+
+
+def test_rollouts_pair_completions_with_clipped_rewards(client, finished_job):
+    job_id, job, _, _ = finished_job
+    rollouts = client.export_rollouts(job_id)
+    assert rollouts, "the offline proposer's completions are exported"
+    for r in rollouts:
+        assert r.job_id == job_id and r.round >= 1 and r.prompt and r.completion
+        assert -1.5 <= r.reward <= 1.5
+        assert r.raw_reward == (r.speedup if r.verdict == "ok" else 0.0)
+    df = rollouts.to_pandas()
+    assert {"prompt", "completion", "reward", "verdict"} <= set(df.columns)
 
 
 def test_a_cancelled_job_ends_cancelled(client, relu_task):
