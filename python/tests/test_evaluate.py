@@ -123,16 +123,15 @@ def test_a_custom_reward_function_sees_each_evaluation(client, relu_task):
 
 
 def test_a_stream_closed_early_can_be_attached_again(client, relu_task):
-    candidates = [kforge.Candidate(candidate_path("tiny_relu", "sleepy").read_text(), "",
-                                   "sleepy"),
-                  kforge.Candidate(candidate_path("tiny_relu", "correct").read_text() + "\n#2\n",
-                                   "kernelbench", "correct-variant")]
+    correct = candidate_path("tiny_relu", "correct").read_text()
+    candidates = [kforge.Candidate(correct + "\n# 1\n", "", "inferred"),
+                  kforge.Candidate(correct + "\n# 2\n", "kernelbench", "given")]
     stream = client.evaluate_batch(relu_task, candidates, ["any"])
     first = next(stream)
     stream.close()
     everything = list(client.attach_batch(stream.batch_id))
     assert first.evaluation_id in {r.evaluation_id for r in everything}
-    assert sorted(r.client_ref for r in everything) == ["correct-variant", "sleepy"]
+    assert sorted(r.client_ref for r in everything) == ["given", "inferred"]
     assert {r.verdict for r in everything} == {"ok"}
     assert {r.dialect for r in everything} == {"kernelbench"}
 
