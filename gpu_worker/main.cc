@@ -24,6 +24,8 @@ ABSL_FLAG(std::string, device, "auto", "auto, cuda or cpu: where the evaluations
 ABSL_FLAG(int, slots, 0, "evaluations at once (0: one per GPU, or 1 in CPU mode)");
 ABSL_FLAG(std::string, eval_binary, "", "kforge-eval (default: next to this binary)");
 ABSL_FLAG(std::string, cache_dir, "/tmp/kforge-cache", "build cache shared by the children");
+ABSL_FLAG(double, metrics_sample_s, 1,
+          "how often the per-slot busy and GPU utilisation metrics are sampled");
 ABSL_FLAG(std::string, sandbox_user, "nobody",
           "when running as root, evaluations run as this user; empty keeps root (weaker)");
 
@@ -67,11 +69,17 @@ int Run() {
   std::string type = absl::GetFlag(FLAGS_gpu_type);
   f.set_gpu_type(type != "auto" ? type : (options.cpu_mode ? "cpu" : gpus.type));
   f.set_gpu_name(options.cpu_mode ? "cpu" : gpus.name);
-  f.set_compute_capability(gpus.compute_capability);
-  f.set_memory_bytes(gpus.memory_bytes);
-  f.set_driver_version(gpus.driver_version);
+  if (!options.cpu_mode) {  // in CPU mode the node's GPUs (if any) are not what it offers
+    f.set_compute_capability(gpus.compute_capability);
+    f.set_memory_bytes(gpus.memory_bytes);
+    f.set_l2_cache_bytes(gpus.l2_cache_bytes);
+    f.set_driver_version(gpus.driver_version);
+    f.set_cuda_version(gpus.cuda_version);
+    options.gpu_pci_bus_ids = gpus.pci_bus_ids;
+  }
   int slots = absl::GetFlag(FLAGS_slots);
   f.set_slots(static_cast<uint32_t>(slots > 0 ? slots : (options.cpu_mode ? 1 : gpus.count)));
+  options.metrics_sample_s = absl::GetFlag(FLAGS_metrics_sample_s);
   f.set_version("kforge 0.1");
 
   ServiceHost host({.name = "worker",
@@ -83,6 +91,12 @@ int Run() {
     return 1;
   }
   LogInfo("worker starting", {{"gpu_type", f.gpu_type()},
+                              {"gpu_name", f.gpu_name()},
+                              {"compute_capability", f.compute_capability()},
+                              {"memory_bytes", std::to_string(f.memory_bytes())},
+                              {"l2_cache_bytes", std::to_string(f.l2_cache_bytes())},
+                              {"driver_version", f.driver_version()},
+                              {"cuda_version", f.cuda_version()},
                               {"slots", std::to_string(f.slots())},
                               {"eval_binary", options.eval_binary}});
   std::atomic<bool> stop{false};

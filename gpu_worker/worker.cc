@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <deque>
 #include <fstream>
@@ -15,7 +16,9 @@
 #include "common/base/log.h"
 #include "common/base/subprocess.h"
 #include "common/result_json.h"
+#include "gpu_worker/gpu_monitor.h"
 #include "gpu_worker/sandbox.h"
+#include "gpu_worker/slot_metrics.h"
 #include "grpcpp/grpcpp.h"
 #include "kforge/v1/worker.grpc.pb.h"
 #include "prometheus/counter.h"
@@ -183,10 +186,38 @@ void Worker::Run(const std::atomic<bool>& stop) {
   };
 
   const int slots = static_cast<int>(options_.facts.slots());
+  std::vector<std::string> devices;
+  for (int slot = 0; slot < slots; ++slot) {
+    devices.push_back(options_.cpu_mode ? "cpu" : "cuda:" + std::to_string(slot));
+  }
+  std::unique_ptr<GpuMonitor> gpu_monitor;
+  if (!options_.cpu_mode && options_.gpu_pci_bus_ids.size() >= devices.size()) {
+    gpu_monitor = GpuMonitor::Open({options_.gpu_pci_bus_ids.begin(),
+                                    options_.gpu_pci_bus_ids.begin() + slots});
+  }
+  if (!options_.cpu_mode && !gpu_monitor) {
+    LogWarning("no GPU utilisation metrics: NVML or the slots' PCI bus ids are not available");
+  }
+  SlotMetrics slot_metrics(metrics_, options_.facts.gpu_type(), devices, gpu_monitor.get(),
+                           [] { return std::chrono::duration<double>(
+                                    Clock::now().time_since_epoch()).count(); });
+  std::atomic<bool> sampler_stop{false};
+  std::thread sampler([&] {
+    const auto period = std::chrono::milliseconds(
+        static_cast<int>(std::max(0.05, options_.metrics_sample_s) * 1000));
+    while (!sampler_stop) {
+      slot_metrics.Sample();
+      for (auto waited = std::chrono::milliseconds(0); waited < period && !sampler_stop;
+           waited += std::chrono::milliseconds(50)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    }
+  });
+
   std::vector<std::thread> slot_threads;
   for (int slot = 0; slot < slots; ++slot) {
     slot_threads.emplace_back([&, slot] {
-      std::string device = options_.cpu_mode ? "cpu" : "cuda:" + std::to_string(slot);
+      const std::string& device = devices[static_cast<size_t>(slot)];
       while (true) {
         v1::Lease lease;
         {
@@ -201,8 +232,10 @@ void Worker::Run(const std::atomic<bool>& stop) {
           ++shared.running;
         }
         busy.Increment();
+        slot_metrics.Begin(slot);
         LogInfo("evaluation started", {{"lease_id", lease.lease_id()},
                                        {"evaluation_id", lease.evaluation_id()},
+                                       {"slot", std::to_string(slot)},
                                        {"device", device}});
         auto t0 = Clock::now();
         v1::EvalResult result = RunEvaluation(options_, lease.request(), device);
@@ -210,9 +243,12 @@ void Worker::Run(const std::atomic<bool>& stop) {
         duration.Observe(secs);
         observe_stages(result);
         busy.Decrement();
+        slot_metrics.End(slot);
         evaluations.Add({{"verdict", VerdictName(result.verdict())}}).Increment();
         LogInfo("evaluation done", {{"lease_id", lease.lease_id()},
                                     {"evaluation_id", lease.evaluation_id()},
+                                    {"slot", std::to_string(slot)},
+                                    {"device", device},
                                     {"verdict", VerdictName(result.verdict())},
                                     {"seconds", std::to_string(secs)}});
         v1::WorkerMessage m;
@@ -377,6 +413,8 @@ void Worker::Run(const std::atomic<bool>& stop) {
     shared.queued.clear();
   }
   for (auto& t : slot_threads) t.join();
+  sampler_stop = true;
+  sampler.join();
   LogInfo("drained");
 }
 

@@ -5,12 +5,14 @@
 // started, finish the running ones).
 //
 // Threading: Run() owns the stream on the calling thread (reads); one thread per slot runs
-// evaluations; a heartbeat thread writes heartbeats. Stream writes are serialised by a mutex.
+// evaluations; a heartbeat thread writes heartbeats; a sampler thread refreshes the per-slot
+// metrics (slot_metrics.h). Stream writes are serialised by a mutex.
 #ifndef KFORGE_GPU_WORKER_WORKER_H_
 #define KFORGE_GPU_WORKER_WORKER_H_
 
 #include <atomic>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "kforge/v1/eval.pb.h"
@@ -28,6 +30,10 @@ struct WorkerOptions {
   bool cpu_mode = false;       // children get --device cpu, else cuda:<slot>
   double extra_wall_s = 60;    // on top of the stage limits for the child's wall clock
   std::string sandbox_user = "nobody";  // when the worker is root; "" keeps the worker's user
+  // PCI bus id of each slot's GPU (index = slot), for the per-slot GPU metrics; empty in CPU
+  // mode or when unknown (then only the busy series are exported).
+  std::vector<std::string> gpu_pci_bus_ids;
+  double metrics_sample_s = 1;  // how often the per-slot metrics are sampled
 };
 
 // Checks that a sandboxed child can run kforge-eval (binary, libraries, Python packages and
