@@ -58,11 +58,17 @@ import json, sys
 b = json.load(open(sys.argv[1]))
 for k, v in b.get("build", {}).items():
     print(f"build {k}: median {v['median_s']} s over {v['n_ok']}/{v['n']}")
-for r in b.get("stages", []):
-    print(f"{r['task']:32s} {r['phase']:6s} {r['verdict']:14s} speedup={r['speedup']} "
-          f"ref={r['ref_ms']} cand={r['cand_ms']} wall={r['wall_s']:.2f}s "
-          f"start={r['startup_s']} build={r['build_s']} corr={r['correctness_s']} time={r['timing_s']}")
-print("evals/GPU-hour (cached):", b.get("evals_per_gpu_hour_cached"))
+def f(x):
+    return "-" if x is None else f"{x:.3f}"
+for sec in ("stages", "served"):
+    for r in b.get(sec, []):
+        print(f"{sec:6s} {r['task']:28s} {r['phase']:6s} {r['verdict']:10s} x{f(r['speedup'])} "
+              f"wall={f(r['wall_s'])} start={f(r['startup_s'])} dev={f(r.get('device_s'))} "
+              f"load={f(r['load_task_s'])} build={f(r['build_s'])} corr={f(r['correctness_s'])} "
+              f"time={f(r['timing_s'])} n={r['samples']}")
+print("evals/GPU-hour (cached, process each):", b.get("evals_per_gpu_hour_cached"))
+print("evals/GPU-hour (cached, fork server):", b.get("evals_per_gpu_hour_served"),
+      "first answer incl. server start:", b.get("served_first_answer_s"))
 r = b.get("repeat")
 if r: print(f"repeat: median speedup {r['median_speedup']} spread {r['spread_pct']} % over {r['ok']}/{r['runs']}")
 bl = b.get("baseline")

@@ -110,17 +110,22 @@ class Evaluation {
   }
 
   std::optional<Verdict> Pipeline(v1::Dialect dialect) {
-    RuleViolation rv = CheckCandidateSource(req_.candidate_source(), dialect);
+    RuleViolation rv =
+        CheckCandidateSource(req_.candidate_source(), dialect, req_.task_source());
     if (rv.fired()) return Verdict{v1::VERDICT_REJECTED, rv.reason, rv.rule};
     Enter(Stage::kLoad);
     auto t = Clock::now();
-    std::string error;
-    interpreter_ = StartPython(&error);
-    if (!interpreter_) return Verdict{v1::VERDICT_RUNTIME_ERROR, error, "engine_error"};
+    if (!Py_IsInitialized()) {  // a fork server's child inherits a running interpreter
+      std::string error;
+      interpreter_ = StartPython(&error);
+      if (!interpreter_) return Verdict{v1::VERDICT_RUNTIME_ERROR, error, "engine_error"};
+    }
     result_.mutable_stages()->set_startup_s(
         std::chrono::duration<double>(Clock::now() - ctx_.process_start).count());
     try {
+      t = Clock::now();
       if (auto v = SetUpDevice()) return v;
+      result_.mutable_stages()->set_device_s(Since(t));
       t = Clock::now();
       if (auto v = LoadTask()) return v;
       result_.mutable_stages()->set_load_task_s(Since(t));

@@ -5,6 +5,7 @@
 //               [--trials N] [--atol X] [--rtol X] [--min-samples N] [--max-rel-stderr X]
 //               [--build-timeout S] [--correctness-timeout S] [--timing-timeout S]
 //               [--cache-dir DIR] [--request REQ.pb] [--result-pb OUT.pb]
+//   kforge-eval --serve stdio|FIFO_DIR [--answer pb|json] [--cache-dir DIR]  (fork server)
 //
 // Exit status: 0 whenever a verdict was produced (whatever it is), 2 for bad usage.
 #include <cstdio>
@@ -18,6 +19,7 @@
 
 #include "gpu_worker/eval/baseline.h"
 #include "gpu_worker/eval/engine.h"
+#include "gpu_worker/eval/serve.h"
 #include "common/result_json.h"
 #include "gpu_worker/eval/static_checks.h"
 #include "gpu_worker/eval/supervisor.h"
@@ -32,6 +34,9 @@ constexpr char kUsage[] =
     "                   [--timing-timeout S] [--cache-dir DIR]\n"
     "       kforge-eval --request REQ.pb|- [--result-pb OUT.pb] [--json OUT] [--cache-dir DIR]\n"
     "       kforge-eval --baseline TASK_DIR [--device D] [--json OUT.jsonl] [--per-task-cap S]\n"
+    "       kforge-eval --serve stdio|FIFO_DIR [--answer pb|json] [--cache-dir DIR]\n"
+    "                   (fork server: framed\n"
+    "                   EvalRequest in, EvalResult out; see gpu_worker/eval/serve.h)\n"
     "Prints one JSON result (or writes it to --json OUT); exits 0 whenever it reached a\n"
     "verdict. See docs/evaluation.md.";
 
@@ -81,7 +86,7 @@ int main(int argc, char** argv) {
                                  "json", "trials", "atol", "rtol", "min-samples",
                                  "max-rel-stderr", "build-timeout", "correctness-timeout",
                                  "timing-timeout", "cache-dir", "request", "result-pb",
-                                 "baseline", "per-task-cap"};
+                                 "baseline", "per-task-cap", "serve", "answer"};
   for (const auto& [k, v] : flags) {
     bool known = false;
     for (const char* n : kKnown) known |= k == n;
@@ -99,6 +104,15 @@ int main(int argc, char** argv) {
     b.out_path = flags["json"];
     b.per_task_cap_s = num("per-task-cap", 2);
     return eval::RunBaseline(b);
+  }
+
+  std::string cache_dir = flags.count("cache-dir") ? flags["cache-dir"] : "";
+  if (cache_dir.empty()) {
+    if (const char* env = std::getenv("KFORGE_CACHE_DIR")) cache_dir = env;
+  }
+  if (flags.count("serve")) {
+    return eval::Serve({cache_dir, flags["serve"] == "stdio" ? "" : flags["serve"],
+                        flags["answer"] == "json"});
   }
 
   v1::EvalRequest req;
@@ -145,24 +159,10 @@ int main(int argc, char** argv) {
     req.mutable_limits()->set_timing_s(num("timing-timeout", 0));
   }
 
-  eval::SupervisorLimits limits;
-  if (req.limits().build_s() > 0) limits.build_s = req.limits().build_s();
-  if (req.limits().correctness_s() > 0) limits.correctness_s = req.limits().correctness_s();
-  if (req.limits().timing_s() > 0) limits.timing_s = req.limits().timing_s();
   eval::EngineContext ctx;
   ctx.process_start = process_start;
-  ctx.cache_dir = flags.count("cache-dir") ? flags["cache-dir"] : "";
-  if (ctx.cache_dir.empty()) {
-    if (const char* env = std::getenv("KFORGE_CACHE_DIR")) ctx.cache_dir = env;
-  }
-  // Sampling stops well inside the stage limit, leaving time for the post-timing check.
-  ctx.timing_budget_s = std::max(1.0, 0.6 * limits.timing_s);
-
-  v1::EvalResult result = eval::RunSupervised(
-      limits, [&](eval::StageReporter& r) { return eval::Evaluate(req, ctx, r); });
-  if (result.dialect() == v1::DIALECT_UNSPECIFIED) {
-    result.set_dialect(InferDialect(req.candidate_source()));
-  }
+  ctx.cache_dir = cache_dir;
+  v1::EvalResult result = eval::EvaluateSupervised(req, ctx);
   std::string json = ResultToJson(result);
   if (flags.count("result-pb") && !WriteFile(flags["result-pb"], result.SerializeAsString())) {
     std::fprintf(stderr, "kforge-eval: cannot write %s\n", flags["result-pb"].c_str());

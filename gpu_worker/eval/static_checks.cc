@@ -67,8 +67,24 @@ std::string BlankStringsAndComments(const std::string& src) {
 
 }  // namespace
 
-RuleViolation CheckCandidateSource(const std::string& source, v1::Dialect dialect) {
-  if (dialect == v1::DIALECT_CPP) return {};
+std::string SourceLine(const std::string& source, int n) {
+  std::istringstream in(source);
+  std::string line;
+  for (int k = 0; k < n && std::getline(in, line); ++k) {
+  }
+  while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.erase(0, 1);
+  return line.size() > 120 ? line.substr(0, 120) + "..." : line;
+}
+
+RuleViolation RuleAt(const std::string& rule, const std::string& what, const std::string& source,
+                     int line) {
+  return {rule, rule + ": line " + std::to_string(line) + " " + what + ": " +
+                    SourceLine(source, line)};
+}
+
+RuleViolation CheckCandidateSource(const std::string& source, v1::Dialect dialect,
+                                   const std::string& task_source) {
+  if (dialect == v1::DIALECT_CPP) return CheckCppSource(source, task_source);
   std::string code = BlankStringsAndComments(source);
   std::istringstream lines(code);
   std::string line;
@@ -76,18 +92,7 @@ RuleViolation CheckCandidateSource(const std::string& source, v1::Dialect dialec
   while (std::getline(lines, line)) {
     ++n;
     for (const Rule& r : PythonRules()) {
-      if (std::regex_search(line, r.pattern)) {
-        std::string excerpt;
-        std::istringstream orig(source);
-        for (int k = 0; k < n && std::getline(orig, excerpt); ++k) {
-        }
-        while (!excerpt.empty() && (excerpt.front() == ' ' || excerpt.front() == '\t')) {
-          excerpt.erase(0, 1);
-        }
-        if (excerpt.size() > 120) excerpt = excerpt.substr(0, 120) + "...";
-        return {r.id, std::string(r.id) + ": line " + std::to_string(n) + " " + r.what + ": " +
-                          excerpt};
-      }
+      if (std::regex_search(line, r.pattern)) return RuleAt(r.id, r.what, source, n);
     }
   }
   if (!std::regex_search(code, std::regex(R"((^|\n)class\s+ModelNew\b)"))) {

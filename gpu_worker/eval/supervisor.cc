@@ -70,7 +70,17 @@ void StageReporter::Deliver(const v1::EvalResult& result) {
   WriteAll(fd_, bytes.data(), bytes.size());
 }
 
-v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWork& work) {
+SupervisorLimits LimitsFor(const v1::EvalRequest& request) {
+  SupervisorLimits limits;
+  const v1::StageLimits& l = request.limits();
+  if (l.build_s() > 0) limits.build_s = l.build_s();
+  if (l.correctness_s() > 0) limits.correctness_s = l.correctness_s();
+  if (l.timing_s() > 0) limits.timing_s = l.timing_s();
+  return limits;
+}
+
+v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWork& work,
+                             const ForkHooks& hooks) {
   int ctl[2], out[2];
   if (pipe2(ctl, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) {
     v1::EvalResult r;
@@ -80,6 +90,7 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
   }
   fflush(stdout);
   fflush(stderr);
+  if (hooks.before) hooks.before();
   pid_t pid = fork();
   if (pid == 0) {
     setpgid(0, 0);
@@ -88,6 +99,7 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
     dup2(out[1], 1);
     dup2(out[1], 2);
     close(out[1]);
+    if (hooks.child) hooks.child();
     StageReporter reporter(ctl[1]);
     v1::EvalResult r = work(reporter);
     reporter.Deliver(r);
@@ -96,6 +108,7 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
     // Skip destructors: a CUDA context broken by the candidate may hang or abort in teardown.
     _exit(0);
   }
+  if (hooks.parent) hooks.parent();
   close(ctl[1]);
   close(out[1]);
   v1::EvalResult result;

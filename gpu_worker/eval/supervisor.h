@@ -47,9 +47,20 @@ struct SupervisorLimits {
   size_t output_flood_bytes = 8 << 20;  // printing more than this ends the evaluation
 };
 
+// The request's limits (0 fields keep the defaults above).
+SupervisorLimits LimitsFor(const v1::EvalRequest& request);
+
 using EvaluationWork = std::function<v1::EvalResult(StageReporter&)>;
 
-v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWork& work);
+// Run around the fork by a process that forks with an interpreter loaded (the fork server):
+// `before` and `parent` in the supervisor, `child` first thing in the evaluation process
+// (after its stdout and stderr point at the capture pipe). Any may be empty.
+struct ForkHooks {
+  std::function<void()> before, parent, child;
+};
+
+v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWork& work,
+                             const ForkHooks& hooks = {});
 
 }  // namespace kforge::eval
 

@@ -21,6 +21,9 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
+
+import serve_client
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 EX = os.path.join(ROOT, "examples")
@@ -116,7 +119,7 @@ def cases(device):
                             strict=True))
     hdir = os.path.join(EX, "hacks")
     for name in sorted(os.listdir(hdir)):
-        if not name.endswith(".py"):
+        if not name.endswith((".py", ".cpp")):
             continue
         path = os.path.join(hdir, name)
         expect = hack_expectation(path)
@@ -131,12 +134,33 @@ def cases(device):
         if task is None:
             print(f"SKIP hacks/{name[:-3]}: KernelBench tasks not found (set KFORGE_KERNELBENCH)")
             continue
-        out.append(dict(name=f"hacks/{name[:-3]}", task=task, candidate=path, expect=expect,
+        out.append(dict(name=f"hacks/{os.path.splitext(name)[0]}", task=task, candidate=path, expect=expect,
                         strict=strict))
     return out
 
 
+_local = threading.local()
+
+
+def run_served(case, args):
+    """The same evaluation through a fork server (one per thread, restarted if it died)."""
+    server = getattr(_local, "server", None)
+    if server is None or server.proc.poll() is not None:
+        server = _local.server = serve_client.Server(args.eval, args.cache_dir)
+    try:
+        return server.evaluate(
+            task_source=open(case["task"]).read(),
+            candidate_source=open(case["candidate"]).read(), device=args.device,
+            task_name=case["task"], correctness_s=args.correctness_timeout,
+            timing_s=args.timing_timeout)
+    except (EOFError, BrokenPipeError) as e:
+        _local.server = None
+        return dict(verdict="<no result>", reason=f"fork server: {e}", rule="")
+
+
 def run(case, args):
+    if args.serve:
+        return run_served(case, args)
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "result.json")
         cmd = [args.eval, "--task", case["task"], "--candidate", case["candidate"],
@@ -172,6 +196,8 @@ def main():
     p.add_argument("--cache-dir", default="")
     p.add_argument("--correctness-timeout", type=float, default=20)
     p.add_argument("--timing-timeout", type=float, default=30)
+    p.add_argument("--serve", action="store_true",
+                   help="send every case to one `kforge-eval --serve` instead of a process each")
     args = p.parse_args()
     patterns = args.only.split(",")
     todo = [c for c in cases(args.device)

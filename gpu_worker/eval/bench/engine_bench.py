@@ -9,7 +9,9 @@ Sections:
   stages    wall time per evaluation split into startup, load, build, correctness, timing,
             for the level-1/level-2 example candidates, cold and with the build cached;
             evaluations per GPU-hour from the cached total
-  repeat    one candidate evaluated R times: spread of the speedup
+  served    the stages section through one fork server (kforge-eval --serve): per task one
+            cold and --cached evaluations with the build cached; evaluations per GPU-hour
+  repeat    one candidate evaluated R times: spread of the speedup (--serve: in one server)
   baseline  eager reference time of every task under --kernelbench (kforge-eval --baseline)
 --kernelbench is KernelBench's folder (../shared/kernelbench; not copied into the project).
 Writes DIR/bench.json and prints a markdown summary.
@@ -26,9 +28,20 @@ import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 EX = os.path.join(ROOT, "examples")
+sys.path.insert(0, os.path.join(ROOT, "tests", "engine"))
+import serve_client  # noqa: E402
+
+STAGE_KEYS = ("startup_s", "device_s", "load_task_s", "build_s", "correctness_s", "timing_s",
+              "total_s")
 
 
-def evaluate(args, task, candidate_src, cache_dir, extra=()):
+def evaluate(args, task, candidate_src, cache_dir, extra=(), server=None):
+    if server is not None:
+        t0 = time.time()
+        r = server.evaluate(task_source=open(task).read(), candidate_source=candidate_src,
+                            device=args.device, task_name=task)
+        r["wall_s"] = time.time() - t0
+        return r
     with tempfile.TemporaryDirectory() as tmp:
         cand = os.path.join(tmp, "candidate.py")
         open(cand, "w").write(candidate_src)
@@ -90,35 +103,60 @@ def section_stages(args, summary):
         src = open(os.path.join(EX, cand)).read()
         for phase in ("cold", "cached"):
             r = evaluate(args, os.path.join(args.kernelbench, name + ".py"), src, cache)
-            st = r.get("stages", {})
-            rows.append(dict(task=name, phase=phase, verdict=r.get("verdict"),
-                             rule=r.get("rule"), speedup=r.get("speedup"),
-                             ref_ms=r.get("reference", {}).get("median_ms"),
-                             cand_ms=r.get("candidate", {}).get("median_ms"),
-                             samples=r.get("candidate", {}).get("n"),
-                             wall_s=r["wall_s"], **{k: st.get(k) for k in (
-                                 "startup_s", "load_task_s", "build_s", "correctness_s",
-                                 "timing_s", "total_s")},
-                             reason=(r.get("reason") or "")[:300]))
+            rows.append(stage_row(name, phase, r))
             print(f"stages {rows[-1]}", flush=True)
     cached = [r["wall_s"] for r in rows if r["phase"] == "cached"]
     summary["stages"] = rows
     summary["evals_per_gpu_hour_cached"] = 3600 / statistics.mean(cached) if cached else None
 
 
+def stage_row(name, phase, r):
+    st = r.get("stages", {})
+    return dict(task=name, phase=phase, verdict=r.get("verdict"), rule=r.get("rule"),
+                speedup=r.get("speedup"), ref_ms=r.get("reference", {}).get("median_ms"),
+                cand_ms=r.get("candidate", {}).get("median_ms"),
+                ref_n=r.get("reference", {}).get("n"), samples=r.get("candidate", {}).get("n"),
+                wall_s=r["wall_s"], **{k: st.get(k) for k in STAGE_KEYS},
+                reason=(r.get("reason") or "")[:300])
+
+
+def section_served(args, summary):
+    cache = tempfile.mkdtemp(prefix="kforge-served-")
+    t0 = time.time()
+    server = serve_client.Server(args.eval, cache)
+    rows = []
+    first = True
+    for name, cand in STAGE_CASES:
+        src = open(os.path.join(EX, cand)).read()
+        for i in range(1 + args.cached):
+            r = evaluate(args, os.path.join(args.kernelbench, name + ".py"), src, cache,
+                         server=server)
+            rows.append(stage_row(name, "cold" if i == 0 else "cached", r))
+            if first:  # the first answer also waited for the server's own start
+                summary["served_first_answer_s"] = time.time() - t0
+                first = False
+            print(f"served {rows[-1]}", flush=True)
+            summary["served"] = rows
+    server.close()
+    cached = [r["wall_s"] for r in rows if r["phase"] == "cached"]
+    summary["evals_per_gpu_hour_served"] = 3600 / statistics.mean(cached) if cached else None
+
+
 def section_repeat(args, summary):
     task = os.path.join(args.kernelbench, "level1/19_ReLU.py")
     src = open(os.path.join(EX, "candidates/19_ReLU/nvrtc_vec4.py")).read()
     cache = tempfile.mkdtemp(prefix="kforge-repeat-")
+    server = serve_client.Server(args.eval, cache) if args.serve else None
     speedups, cand_ms = [], []
     for _ in range(args.repeat):
-        r = evaluate(args, task, src, cache)
+        r = evaluate(args, task, src, cache, server=server)
         if r.get("verdict") == "ok":
             speedups.append(r["speedup"])
             cand_ms.append(r["candidate"]["median_ms"])
     med = statistics.median(speedups) if speedups else None
     summary["repeat"] = dict(
-        task="level1/19_ReLU", candidate="nvrtc_vec4", runs=args.repeat, ok=len(speedups),
+        task="level1/19_ReLU", candidate="nvrtc_vec4", served=args.serve, runs=args.repeat,
+        ok=len(speedups),
         speedups=speedups, candidate_ms=cand_ms, median_speedup=med,
         spread_pct=(100 * (max(speedups) - min(speedups)) / med) if speedups else None)
     print(f"repeat {summary['repeat']}", flush=True)
@@ -150,11 +188,13 @@ def main():
     p.add_argument("--jobs", type=int, default=8)
     p.add_argument("--repeat", type=int, default=10)
     p.add_argument("--baseline-cap", type=float, default=1.0)
+    p.add_argument("--cached", type=int, default=3, help="served: cached evaluations per task")
+    p.add_argument("--serve", action="store_true", help="repeat: evaluate in one fork server")
     args = p.parse_args()
     os.makedirs(args.out, exist_ok=True)
     summary = {}
     for s in args.sections.split(","):
-        if s in ("baseline", "stages", "repeat") and not args.kernelbench:
+        if s in ("baseline", "stages", "served", "repeat") and not args.kernelbench:
             print(f"section {s} skipped: --kernelbench not given", flush=True)
             continue
         try:

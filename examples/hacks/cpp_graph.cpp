@@ -1,0 +1,22 @@
+// kforge: dialect=cpp
+// Hack (cpp dialect): captures the launch in a CUDA graph and replays it outside the timed region.
+// Task: tasks/tiny/tiny_relu.py (the static rules fire before anything runs, on any device).
+// Expected verdict: rejected, rule side_stream
+#include <kforge/candidate.h>
+
+KFORGE_KERNELS(R"(
+extern "C" __global__ void relu_kernel(const float* __restrict__ x, float* __restrict__ y, long long n) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i] > 0.f ? x[i] : 0.f;
+}
+)")
+
+std::vector<at::Tensor> forward(kforge::Context& ctx, const std::vector<at::Tensor>& inputs) {
+  at::Tensor x = inputs[0].contiguous();
+  at::Tensor y = at::empty_like(x);
+  int64_t n = x.numel();
+  cudaGraph_t graph = nullptr;
+  (void)graph;
+  ctx.launch("relu_kernel", (n + 255) / 256, 256, 0, {x, y, n});
+  return {y};
+}

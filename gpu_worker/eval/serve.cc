@@ -1,0 +1,154 @@
+#include "gpu_worker/eval/serve.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <pybind11/embed.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "common/base/frames.h"
+#include "common/dialect.h"
+#include "common/result_json.h"
+#include "gpu_worker/eval/python_runtime.h"
+
+namespace py = pybind11;
+
+namespace kforge::eval {
+namespace {
+
+int RemoveEntry(const char* path, const struct stat*, int, struct FTW*) {
+  remove(path);  // FTW_PHYS: a link is removed as a link, never followed
+  return 0;
+}
+
+void RemoveTree(const std::string& dir) {
+  nftw(dir.c_str(), RemoveEntry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+// A private directory for one request under $TMPDIR (the sandbox's scratch), or "" on failure.
+std::string MakeRequestDir() {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/kforge-req-XXXXXX";
+  if (mkdtemp(tmpl.data()) == nullptr) return "";
+  return tmpl;
+}
+
+// Opens the channel: FIFOs in `dir`, or duplicates of stdin/stdout. Either way fd 0 becomes
+// /dev/null and fd 1 a copy of stderr, so only the returned descriptors carry frames.
+bool OpenChannel(const std::string& fifo_dir, int* in_fd, int* out_fd) {
+  if (fifo_dir.empty()) {
+    *in_fd = fcntl(0, F_DUPFD_CLOEXEC, 3);
+    *out_fd = fcntl(1, F_DUPFD_CLOEXEC, 3);
+  } else {
+    std::string req = fifo_dir + "/requests", res = fifo_dir + "/results";
+    for (const std::string& p : {req, res}) {
+      unlink(p.c_str());
+      if (mkfifo(p.c_str(), 0600) != 0) {
+        std::fprintf(stderr, "kforge-eval --serve: mkfifo %s: %s\n", p.c_str(), strerror(errno));
+        return false;
+      }
+    }
+    // The client opens "requests" for writing first, then "results" for reading.
+    *in_fd = open(req.c_str(), O_RDONLY | O_CLOEXEC);
+    *out_fd = *in_fd < 0 ? -1 : open(res.c_str(), O_WRONLY | O_CLOEXEC);
+  }
+  if (*in_fd < 0 || *out_fd < 0) {
+    std::fprintf(stderr, "kforge-eval --serve: cannot open the channel: %s\n", strerror(errno));
+    return false;
+  }
+  int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  dup2(null, 0);
+  close(null);
+  dup2(2, 1);
+  return true;
+}
+
+v1::EvalResult BadRequest(const std::string& why) {
+  v1::EvalResult r;
+  r.set_verdict(v1::VERDICT_RUNTIME_ERROR);
+  r.set_rule("bad_request");
+  r.set_reason(why);
+  return r;
+}
+
+}  // namespace
+
+v1::EvalResult EvaluateSupervised(const v1::EvalRequest& request, EngineContext context,
+                                  const ForkHooks& hooks) {
+  SupervisorLimits limits = LimitsFor(request);
+  // Sampling stops well inside the stage limit, leaving time for the post-timing check.
+  context.timing_budget_s = std::max(1.0, 0.6 * limits.timing_s);
+  v1::EvalResult result = RunSupervised(
+      limits, [&](StageReporter& r) { return Evaluate(request, context, r); }, hooks);
+  if (result.dialect() == v1::DIALECT_UNSPECIFIED) {
+    result.set_dialect(InferDialect(request.candidate_source()));
+  }
+  return result;
+}
+
+int Serve(const ServeOptions& options) {
+  signal(SIGPIPE, SIG_IGN);  // a vanished client shows up as a failed write
+  int in_fd = -1, out_fd = -1;
+  if (!OpenChannel(options.fifo_dir, &in_fd, &out_fd)) return 1;
+  std::string error;
+  auto interpreter = StartPython(&error);
+  if (!interpreter) {
+    std::fprintf(stderr, "kforge-eval --serve: %s\n", error.c_str());
+    return 1;
+  }
+  EngineContext context;
+  context.cache_dir = options.cache_dir;
+  for (;;) {
+    std::string frame;
+    FrameStatus s = ReadFrame(in_fd, &frame);
+    if (s == FrameStatus::kEnd) return 0;
+    if (s != FrameStatus::kOk) {
+      std::fprintf(stderr, "kforge-eval --serve: the request channel broke mid-frame\n");
+      return 1;
+    }
+    context.process_start = std::chrono::steady_clock::now();
+    v1::EvalRequest request;
+    v1::EvalResult result;
+    if (!request.ParseFromString(frame)) {
+      result = BadRequest("the request is not a serialized EvalRequest");
+    } else if (std::string dir = MakeRequestDir(); dir.empty()) {
+      result = BadRequest(std::string("cannot create a scratch directory: ") + strerror(errno));
+      result.set_rule("engine_error");
+    } else {
+      ForkHooks hooks;
+      hooks.before = [] { PyOS_BeforeFork(); };
+      hooks.parent = [] { PyOS_AfterFork_Parent(); };
+      hooks.child = [&] {
+        PyOS_AfterFork_Child();
+        close(in_fd);
+        close(out_fd);
+        if (chdir(dir.c_str()) != 0) _exit(127);
+        // os.environ and tempfile keep their own copies of the environment.
+        py::dict scope;
+        scope["d"] = dir;
+        py::exec(R"(
+import os, tempfile
+os.environ["TMPDIR"] = os.environ["HOME"] = d
+tempfile.tempdir = None
+)",
+                 scope);
+      };
+      result = EvaluateSupervised(request, context, hooks);
+      RemoveTree(dir);
+    }
+    std::string answer =
+        options.json_results ? ResultToJson(result) : result.SerializeAsString();
+    if (!WriteFrame(out_fd, answer)) {
+      std::fprintf(stderr, "kforge-eval --serve: the result channel is closed\n");
+      return 1;
+    }
+  }
+}
+
+}  // namespace kforge::eval

@@ -1,0 +1,49 @@
+// kforge-eval --serve: the fork server. One long-lived process per GPU slot imports Python and
+// torch once (it never initialises CUDA), then evaluates a stream of requests, forking a fresh
+// supervised evaluation process for each, so a request pays for a fork and a CUDA context
+// instead of a process start and `import torch` (~3-4 s on the H200 machine).
+//
+// Protocol (both directions): frames of a 4-byte little-endian length and that many bytes of
+// a serialized protobuf. Requests are EvalRequest, answers EvalResult (or, with json_results,
+// the CLI's JSON text, for clients without protobuf), one answer per request, in order. End of input at a frame boundary ends the server with status 0. The channel is
+// stdin/stdout, or a pair of FIFOs the server creates in `fifo_dir` ("requests", "results"),
+// for callers (the worker's sandbox) that cannot stream a child's stdio. The server's own
+// fd 1 is pointed at stderr, so nothing printed by torch or an evaluation can corrupt frames.
+//
+// Per request, every guarantee of the one-shot path holds: the evaluation runs in its own
+// process group under the supervisor (stage limits, crash/hang/flood -> verdict), with its own
+// secret seed, stdin at /dev/null, the protocol descriptors closed, and a private scratch
+// directory ($TMPDIR/kforge-req-XXXXXX: its cwd, HOME and TMPDIR, removed afterwards without
+// following links). The CUDA context lives and dies with the evaluation process, so a broken
+// context cannot reach the next request. Candidate code never runs in the server itself.
+//
+// Thread-safety: Serve runs on the main thread of a single-threaded process (it forks).
+#ifndef KFORGE_GPU_WORKER_EVAL_SERVE_H_
+#define KFORGE_GPU_WORKER_EVAL_SERVE_H_
+
+#include <string>
+
+#include "gpu_worker/eval/engine.h"
+#include "gpu_worker/eval/supervisor.h"
+#include "kforge/v1/eval.pb.h"
+
+namespace kforge::eval {
+
+// One evaluation under the supervisor, as both the one-shot CLI and the server run it.
+// `context.process_start` is when the request arrived (the process start for the CLI).
+v1::EvalResult EvaluateSupervised(const v1::EvalRequest& request, EngineContext context,
+                                  const ForkHooks& hooks = {});
+
+struct ServeOptions {
+  std::string cache_dir;  // as --cache-dir
+  std::string fifo_dir;   // empty: stdin/stdout
+  bool json_results = false;  // answer frames hold the CLI's JSON instead of an EvalResult
+};
+
+// Serves until end of input; returns the process exit status (0 at a clean end, 1 when the
+// interpreter cannot start or the channel breaks mid-frame).
+int Serve(const ServeOptions& options);
+
+}  // namespace kforge::eval
+
+#endif  // KFORGE_GPU_WORKER_EVAL_SERVE_H_
