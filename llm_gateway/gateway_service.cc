@@ -1,14 +1,28 @@
 #include "llm_gateway/gateway_service.h"
 
+#include "common/service.h"
+
 namespace kforge {
+namespace {
+
+template <typename Response>
+grpc::Status Answer(absl::StatusOr<Response> result, Response* resp) {
+  if (!result.ok()) return ToGrpcStatus(result.status());
+  *resp = std::move(result).value();
+  return grpc::Status::OK;
+}
+
+}  // namespace
 
 grpc::Status GatewayServiceImpl::Generate(grpc::ServerContext*, const v1::GenerateRequest* req,
-                                          v1::GenerateResponse*) {
-  if (req->task_source().empty()) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "task_source is required");
-  }
-  return grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
-                      "no proposer is available in this build of kforge-gateway");
+                                          v1::GenerateResponse* resp) {
+  return Answer(generator_.Generate(*req), resp);
+}
+
+grpc::Status GatewayServiceImpl::ProposeIdeas(grpc::ServerContext*,
+                                              const v1::ProposeIdeasRequest* req,
+                                              v1::ProposeIdeasResponse* resp) {
+  return Answer(generator_.ProposeIdeas(*req), resp);
 }
 
 }  // namespace kforge
