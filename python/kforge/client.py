@@ -66,6 +66,11 @@ def as_candidate(candidate: CandidateLike) -> Candidate:
                     f"not {type(candidate).__name__}")
 
 
+def _best_text(best: Iterable) -> str:
+    """', H100 1.31x, A100 1.12x' for (gpu_type, speedup) pairs."""
+    return "".join(f", {gpu} {speedup:.2f}x" for gpu, speedup in best)
+
+
 def speedup_reward(evaluation: Evaluation) -> float:
     """The default reward: the measured speedup when the verdict is ok, else 0."""
     return evaluation.speedup if evaluation.ok and evaluation.speedup is not None else 0.0
@@ -233,13 +238,13 @@ class Client:
                 elif event.kind == "new_best":
                     best[event.new_best.gpu_type] = event.new_best.speedup
                 if bar is not None:
-                    status = (f"round {rounds_started}, {evaluated} evaluated"
-                              + "".join(f", {g} {s:.2f}x" for g, s in sorted(best.items())))
-                    bar.update(max(rounds_started - 1, 0), status)
+                    bar.update(max(rounds_started - 1, 0),
+                               f"round {rounds_started}, {evaluated} evaluated"
+                               + _best_text(sorted(best.items())))
             job = self.get_job(job_id)
             if bar is not None:
                 bar.update(job.rounds_done, f"{job.state}, {job.candidates_evaluated} evaluated"
-                           + "".join(f", {b.gpu_type} {b.speedup:.2f}x" for b in job.best),
+                           + _best_text((b.gpu_type, b.speedup) for b in job.best),
                            total=max(total, job.rounds_done))
             return job
         finally:

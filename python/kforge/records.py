@@ -290,7 +290,9 @@ class Candidate:
 
 
 def _nested_record_type(hint) -> Optional[type]:
-    """SomeRecord for a hint Optional[SomeRecord], else None."""
+    """SomeRecord for a hint Optional[SomeRecord], else None (lists stay one cell)."""
+    if typing.get_origin(hint) is not typing.Union:
+        return None
     for arg in typing.get_args(hint):
         if dataclasses.is_dataclass(arg):
             return arg

@@ -142,7 +142,9 @@ class Service:
         raise RuntimeError(f"{self.name} not ready within {READY_TIMEOUT_S} s:\n" + self.log())
 
     def log(self) -> str:
-        return self.log_path.read_text(errors="replace")[-8000:]
+        """The last lines of the service's log (about 8 kB)."""
+        text = self.log_path.read_text(errors="replace")
+        return text if len(text) <= 8000 else text[text.find("\n", len(text) - 8000) + 1:]
 
     def kill(self) -> None:
         """SIGKILL to the whole process group: no chance to clean up."""

@@ -173,3 +173,11 @@ def test_the_installed_package_carries_the_generated_stubs():
 
     assert not Path(kforge.__file__).resolve().is_relative_to(REPO / "python")
     assert hasattr(jobs_pb2, "EvaluateBatchRequest")
+
+
+def test_a_job_row_keeps_its_best_candidates_in_one_cell():
+    job = jobs_pb2.Job(job_id="j", state=jobs_pb2.JOB_STATE_RUNNING, gpu_types=["A100"],
+                       stop_reason="", best=[jobs_pb2.BestCandidate(gpu_type="A100", speedup=2)])
+    row = kforge.record_to_row(kforge.Job.from_proto(job))
+    assert row["state"] == "running" and row["gpu_types"] == ["A100"]
+    assert [b.speedup for b in row["best"]] == [2.0]
