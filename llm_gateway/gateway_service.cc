@@ -14,15 +14,15 @@ grpc::Status Answer(absl::StatusOr<Response> result, Response* resp) {
 
 }  // namespace
 
-grpc::Status GatewayServiceImpl::Generate(grpc::ServerContext*, const v1::GenerateRequest* req,
+grpc::Status GatewayServiceImpl::Generate(grpc::ServerContext* ctx, const v1::GenerateRequest* req,
                                           v1::GenerateResponse* resp) {
-  return Answer(generator_.Generate(*req), resp);
+  return Answer(generator_.Generate(*req, [ctx] { return ctx->IsCancelled(); }), resp);
 }
 
-grpc::Status GatewayServiceImpl::ProposeIdeas(grpc::ServerContext*,
+grpc::Status GatewayServiceImpl::ProposeIdeas(grpc::ServerContext* ctx,
                                               const v1::ProposeIdeasRequest* req,
                                               v1::ProposeIdeasResponse* resp) {
-  return Answer(generator_.ProposeIdeas(*req), resp);
+  return Answer(generator_.ProposeIdeas(*req, [ctx] { return ctx->IsCancelled(); }), resp);
 }
 
 }  // namespace kforge

@@ -80,7 +80,8 @@ ChatCall Generator::MakeCall(const v1::LlmSettings& llm, const Prompt& prompt) c
   return call;
 }
 
-absl::StatusOr<v1::GenerateResponse> Generator::Generate(const v1::GenerateRequest& request) {
+absl::StatusOr<v1::GenerateResponse> Generator::Generate(const v1::GenerateRequest& request,
+                                                         const std::function<bool()>& cancelled) {
   if (request.task_source().empty()) {
     return absl::InvalidArgumentError("task_source is required");
   }
@@ -117,7 +118,7 @@ absl::StatusOr<v1::GenerateResponse> Generator::Generate(const v1::GenerateReque
     threads.emplace_back([&, i] {
       ChatCall call = base;
       if (request.seed() != 0) call.seed = request.seed() + i;
-      results[i] = provider->Call(call, request.llm().base_url());
+      results[i] = provider->Call(call, request.llm().base_url(), cancelled);
       v1::GeneratedCandidate& c = candidates[i];
       c.set_prompt(prompt->user);
       c.set_dialect(dialect);
@@ -185,7 +186,7 @@ v1::GenerateResponse Generator::GenerateOffline(const v1::GenerateRequest& reque
 }
 
 absl::StatusOr<v1::ProposeIdeasResponse> Generator::ProposeIdeas(
-    const v1::ProposeIdeasRequest& request) {
+    const v1::ProposeIdeasRequest& request, const std::function<bool()>& cancelled) {
   if (request.task_source().empty()) {
     return absl::InvalidArgumentError("task_source is required");
   }
@@ -215,7 +216,7 @@ absl::StatusOr<v1::ProposeIdeasResponse> Generator::ProposeIdeas(
     }
     ChatCall call = MakeCall(request.llm(), *prompt);
     if (request.seed() != 0) call.seed = request.seed();
-    CallResult result = provider->Call(call, request.llm().base_url());
+    CallResult result = provider->Call(call, request.llm().base_url(), cancelled);
     records = std::move(result.attempts);
     for (const AttemptRecord& a : records) {
       response.set_tokens_in(response.tokens_in() + a.tokens_in);

@@ -14,6 +14,7 @@
 #ifndef KFORGE_LLM_GATEWAY_GENERATOR_H_
 #define KFORGE_LLM_GATEWAY_GENERATOR_H_
 
+#include <functional>
 #include <map>
 #include <string>
 
@@ -41,8 +42,12 @@ class Generator {
   Generator(GeneratorDefaults defaults, const TemplateSet& templates,
             std::map<std::string, ProviderClient*> providers, CallAccounting& accounting);
 
-  absl::StatusOr<v1::GenerateResponse> Generate(const v1::GenerateRequest& request);
-  absl::StatusOr<v1::ProposeIdeasResponse> ProposeIdeas(const v1::ProposeIdeasRequest& request);
+  // `cancelled` (optional) tells when the caller gave up (RPC deadline or cancellation): calls
+  // then stop retrying.
+  absl::StatusOr<v1::GenerateResponse> Generate(const v1::GenerateRequest& request,
+                                                const std::function<bool()>& cancelled = {});
+  absl::StatusOr<v1::ProposeIdeasResponse> ProposeIdeas(
+      const v1::ProposeIdeasRequest& request, const std::function<bool()>& cancelled = {});
 
  private:
   // The provider for `llm` (nullptr for offline); errors for unknown providers, a missing

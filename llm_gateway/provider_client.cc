@@ -69,7 +69,8 @@ std::string ProviderClient::Redact(std::string text) const {
   return absl::StrReplaceAll(text, {{config_.api_key, "[redacted]"}});
 }
 
-CallResult ProviderClient::Call(const ChatCall& call, const std::string& base_url) {
+CallResult ProviderClient::Call(const ChatCall& call, const std::string& base_url,
+                                const std::function<bool()>& cancelled) {
   const bool own_endpoint = base_url.empty() || base_url == config_.base_url;
   HttpRequest request =
       EncodeChatRequest(config_.protocol, own_endpoint ? config_.base_url : base_url,
@@ -97,6 +98,10 @@ CallResult ProviderClient::Call(const ChatCall& call, const std::string& base_ur
     result.error = attempt.error;
     result.attempts.push_back(std::move(attempt));
     if (!Retryable(result.status) || n == max_attempts) break;
+    if (cancelled && cancelled()) {
+      result.error += " (no retry: the request was cancelled)";
+      break;
+    }
     absl::SleepFor(
         BackoffDelay(config_.retry, n, Jitter01(), ParseRetryAfter(http.retry_after, absl::Now())));
   }

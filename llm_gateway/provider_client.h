@@ -12,6 +12,7 @@
 #ifndef KFORGE_LLM_GATEWAY_PROVIDER_CLIENT_H_
 #define KFORGE_LLM_GATEWAY_PROVIDER_CLIENT_H_
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,8 +48,10 @@ class ProviderClient {
  public:
   ProviderClient(ProviderConfig config, HttpTransport& transport);
 
-  // `base_url`: the request's override, or "" for the configured one.
-  CallResult Call(const ChatCall& call, const std::string& base_url);
+  // `base_url`: the request's override, or "" for the configured one. `cancelled`, when set,
+  // is asked before each retry: once it says true, no further attempt is made.
+  CallResult Call(const ChatCall& call, const std::string& base_url,
+                  const std::function<bool()>& cancelled = {});
 
   const ProviderConfig& config() const { return config_; }
   // Replaces the API key in `text` by "[redacted]".

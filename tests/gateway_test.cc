@@ -341,6 +341,15 @@ TEST_F(GatewayTest, ServerErrorsUntilRetriesAreExhausted) {
   EXPECT_THAT(Statuses(*pool_), ElementsAre("http_5xx", "http_5xx", "http_5xx"));
 }
 
+TEST_F(GatewayTest, ACancelledRequestStopsRetrying) {
+  server_->SetDefault(Status(503, "overloaded"));
+  auto resp = generator_->Generate(Request("openai", 1), [] { return true; });
+  EXPECT_EQ(resp.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(resp.status().message(), HasSubstr("no retry: the request was cancelled"));
+  EXPECT_EQ(server_->requests().size(), 1u);
+  EXPECT_THAT(Statuses(*pool_), ElementsAre("http_5xx"));
+}
+
 TEST_F(GatewayTest, SlowReplyTimesOut) {
   ProviderConfig openai = ConfigFor("openai", Protocol::kOpenAi);
   openai.timeout_s = 0.3;
