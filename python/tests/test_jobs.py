@@ -109,3 +109,13 @@ def test_unknown_jobs_are_not_found(client):
 def test_a_job_on_an_unknown_task_is_refused(client):
     with pytest.raises(kforge.NotFoundError):
         client.submit_job("0" * 64, ["cpu"])
+
+
+def test_malformed_jobs_are_invalid_arguments(client, relu_task):
+    with pytest.raises(kforge.InvalidArgumentError, match="gpu_types must name at least one"):
+        client.submit_job(relu_task, [])
+    with pytest.raises(kforge.InvalidArgumentError,
+                       match="llm.provider must be offline, openai or anthropic, not 'oracle'"):
+        client.submit_job(relu_task, "cpu", llm=kforge.LlmSettings(provider="oracle"))
+    with pytest.raises(kforge.InvalidArgumentError, match="budget.max_rounds must be at most"):
+        client.submit_job(relu_task, "cpu", budget={"max_rounds": 100000})
