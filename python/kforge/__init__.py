@@ -4,6 +4,15 @@ candidate kernels as a reward function, run and watch optimisation jobs, query r
 The gRPC stubs of proto/kforge/v1 are generated into kforge.v1 when the package is built.
 """
 
+try:
+    import kforge.v1.jobs_pb2  # noqa: F401  (generated at build time)
+except ModuleNotFoundError as e:
+    if not (e.name or "").startswith("kforge.v1"):
+        raise
+    raise ImportError("kforge.v1 (the gRPC stubs) is missing: it is generated when the package is "
+                      "built, so install it (pip install ./python) instead of importing the "
+                      "source tree") from e
+
 from kforge.batch import BatchStream
 from kforge.client import Client, as_candidate, speedup_reward
 from kforge.errors import (AlreadyExistsError, CancelledError, DeadlineExceededError,
