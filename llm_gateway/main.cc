@@ -2,13 +2,12 @@
 // proposer), parses candidates, and accounts every call in llm_calls.
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <thread>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/ascii.h"
+#include "common/base/files.h"
 #include "common/base/log.h"
 #include "common/config.h"
 #include "common/pg.h"
@@ -69,11 +68,9 @@ namespace {
 }
 
 std::string ReadFileOrFail(const std::string& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) Fail(std::string("cannot read ") + what, path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  std::string text = ReadFileOrEmpty(path);
+  if (text.empty()) Fail(std::string("cannot read (or empty) ") + what, path);
+  return text;
 }
 
 // The key from --<name>_api_key_file, else from the environment variable.
