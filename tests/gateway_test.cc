@@ -26,6 +26,7 @@
 #include "nlohmann/json.hpp"
 #include "prometheus/registry.h"
 #include "tests/fake_llm_server.h"
+#include "tests/loopback.h"
 #include "tests/pg_harness.h"
 #include "tests/service_process.h"
 #include "tests/source_file.h"
@@ -600,6 +601,13 @@ TEST(GatewayBinary, AnswersOfflineGenerateAndProposeIdeasOverGrpc) {
   auto count = pool.Exec("SELECT count(*) AS n FROM llm_calls WHERE provider = 'offline'");
   ASSERT_TRUE(count.ok()) << count.status();
   EXPECT_EQ(count->GetInt(0, "n"), 4);
+  auto metrics = HttpGet(gateway->metrics_port(), "/metrics");
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  EXPECT_THAT(
+      metrics->body,
+      AllOf(HasSubstr("kforge_gateway_llm_calls_total{provider=\"offline\",status=\"ok\"} 4"),
+            HasSubstr("kforge_gateway_llm_call_seconds_count{provider=\"offline\"} 4"),
+            HasSubstr("kforge_gateway_llm_tokens_total{direction=\"in\",provider=\"offline\"} 0")));
   SubprocessResult exit = gateway->Terminate(15);
   EXPECT_EQ(exit.exit_code, 0) << exit.Describe();
 }
