@@ -304,7 +304,9 @@ echo "worker:             $(grep -o '"slots":"[0-9]*"' "$L/worker.log" | head -1
 echo "batch:              $(( 3 * 2 * VARIANTS )) evaluations in ${batch_s} s from 3 clients"
 echo "per device (device, evaluations, ok):"
 sed 's/^/                    /' "$L/per_device.txt"
-echo "DB overlap:         $db_pairs pairs of evaluations on different devices overlapped, ${db_overlap_s} s in total"
+pairs_on="on different devices"
+[[ $DEVICE == cpu ]] && pairs_on="(both slots are cpu)"
+echo "DB overlap:         $db_pairs pairs of evaluations $pairs_on overlapped, ${db_overlap_s} s in total"
 echo "worker log:         max $(val log_max_concurrent) children at once; both slots busy $(val log_both_busy_s) s; together on: $(val log_devices_together)"
 echo "metrics:            $(val metrics_scrapes_both_busy)/$(val metrics_scrapes) scrapes with both slots busy; $(val metrics_scrapes_both_gpus_utilised) with both GPUs' utilisation > 0"
 grep '^metrics_peak' "$L/proof.txt" | sed 's/^metrics_peak /peak utilisation:   /'
