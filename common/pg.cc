@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace kforge {
 
@@ -64,6 +65,7 @@ bool PgConnection::CheckIdle() {
 }
 
 absl::Status PgConnection::Reset() {
+  prepared_.clear();  // a new session has none
   PQreset(conn_);
   if (PQstatus(conn_) != CONNECTION_OK) {
     return absl::UnavailableError(
@@ -94,12 +96,38 @@ absl::StatusOr<PgResult> PgConnection::Check(PGresult* raw) {
   return absl::InternalError(absl::StrCat("PostgreSQL error ", code, ": ", msg));
 }
 
-absl::StatusOr<PgResult> PgConnection::Exec(const std::string& sql, const PgParams& params) {
+namespace {
+
+// libpq's view of the parameters: text values, NULL for SQL NULL.
+std::vector<const char*> ParamValues(const PgParams& params) {
   std::vector<const char*> values;
   values.reserve(params.size());
   for (const auto& p : params) values.push_back(p ? p->c_str() : nullptr);
+  return values;
+}
+
+}  // namespace
+
+absl::StatusOr<PgResult> PgConnection::Exec(const std::string& sql, const PgParams& params) {
+  std::vector<const char*> values = ParamValues(params);
   PGresult* res = PQexecParams(conn_, sql.c_str(), static_cast<int>(params.size()), nullptr,
                                values.data(), nullptr, nullptr, 0);
+  return Check(res);
+}
+
+absl::StatusOr<PgResult> PgConnection::ExecPrepared(const std::string& sql,
+                                                    const PgParams& params) {
+  auto it = prepared_.find(sql);
+  if (it == prepared_.end()) {
+    std::string name = absl::StrCat("kforge_", prepared_.size());
+    RETURN_IF_ERROR(
+        Check(PQprepare(conn_, name.c_str(), sql.c_str(), static_cast<int>(params.size()), nullptr))
+            .status());
+    it = prepared_.emplace(sql, std::move(name)).first;
+  }
+  std::vector<const char*> values = ParamValues(params);
+  PGresult* res = PQexecPrepared(conn_, it->second.c_str(), static_cast<int>(params.size()),
+                                 values.data(), nullptr, nullptr, 0);
   return Check(res);
 }
 
@@ -159,6 +187,12 @@ absl::StatusOr<PgResult> PgPool::Exec(const std::string& sql, const PgParams& pa
   auto lease = Acquire();
   if (!lease.ok()) return lease.status();
   return (*lease)->Exec(sql, params);
+}
+
+absl::StatusOr<PgResult> PgPool::ExecPrepared(const std::string& sql, const PgParams& params) {
+  auto lease = Acquire();
+  if (!lease.ok()) return lease.status();
+  return (*lease)->ExecPrepared(sql, params);
 }
 
 bool IsRetryablePgError(const absl::Status& status) {

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -64,6 +65,11 @@ class PgConnection {
   // (serialization failure, deadlock: retry the transaction), INVALID_ARGUMENT (bad data),
   // INTERNAL (anything else); the message carries PostgreSQL's own.
   absl::StatusOr<PgResult> Exec(const std::string& sql, const PgParams& params = {});
+  // The same, through a statement prepared on this connection the first time `sql` is run
+  // on it: for hot statements, whose parse and plan would otherwise cost more than running
+  // them. After five runs PostgreSQL may keep one generic plan, so parameters should not
+  // change the best plan (write a LIMIT as a literal, not a parameter).
+  absl::StatusOr<PgResult> ExecPrepared(const std::string& sql, const PgParams& params = {});
   // Runs a script of several statements (no parameters), e.g. a migration.
   absl::Status ExecScript(const std::string& sql);
   bool healthy() const;
@@ -78,6 +84,7 @@ class PgConnection {
   explicit PgConnection(PGconn* conn) : conn_(conn) {}
   absl::StatusOr<PgResult> Check(PGresult* res);
   PGconn* conn_;
+  std::unordered_map<std::string, std::string> prepared_;  // SQL -> statement name
 };
 
 // A fixed-size pool. Connections are opened lazily and reset when found broken, so a
@@ -104,6 +111,7 @@ class PgPool {
   absl::StatusOr<Lease> Acquire(std::chrono::milliseconds timeout = std::chrono::seconds(10));
   // Convenience: one statement on a pooled connection.
   absl::StatusOr<PgResult> Exec(const std::string& sql, const PgParams& params = {});
+  absl::StatusOr<PgResult> ExecPrepared(const std::string& sql, const PgParams& params = {});
   const std::string& url() const { return url_; }
 
  private:

@@ -129,28 +129,32 @@ grpc::Status JobServiceImpl::EvaluateBatch(grpc::ServerContext* ctx,
     auto batch = queue_.Enqueue(spec, limits_.max_queue_depth);
     if (!batch.ok()) return ToGrpcStatus(batch.status());
     batch_id = batch->batch_id;
-    notifier_.Notify();
+    for (const auto& [type, n] : batch->queued_per_type) notifier_.WorkAdded(type, n);
     LogInfo("batch queued", {{"batch_id", batch_id},
                              {"evaluations", std::to_string(batch->evaluations)}});
   }
   ctx->AddInitialMetadata("kforge-batch-id", batch_id);
   writer->SendInitialMetadata();
-  std::set<int64_t> delivered;
+  auto progress = queue_.Progress(batch_id);
+  if (!progress.ok()) return ToGrpcStatus(progress.status());
+  // Results of a busy batch are read at most this often, a few rows per read, instead of one
+  // read per result.
+  constexpr absl::Duration kMinReadInterval = absl::Milliseconds(20);
+  Notifier::BatchWatch watch(notifier_, batch_id);
+  ResultCursor cursor;
   while (!ctx->IsCancelled()) {
-    uint64_t seen = notifier_.generation();
-    auto progress = queue_.Progress(batch_id);
-    if (!progress.ok()) return ToGrpcStatus(progress.status());
-    auto done = queue_.FinishedExcept(batch_id, delivered);
+    uint64_t seen = watch.generation();
+    absl::Time read_at = absl::Now();
+    auto done = queue_.FinishedSince(batch_id, cursor);
     if (!done.ok()) return ToGrpcStatus(done.status());
     for (const StoredEvaluation& e : *done) {
       v1::EvaluationRecord rec;
       ToRecord(e, &rec);
       if (!writer->Write(rec)) return grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
-      delivered.insert(e.evaluation_id);
     }
-    // Everything counted done has been read once the reads after the count are drained.
-    if (progress->done == progress->total && done->empty()) return grpc::Status::OK;
-    if (done->empty()) notifier_.WaitChange(seen, absl::Seconds(limits_.poll_interval_s));
+    if (cursor.delivered >= progress->total) return grpc::Status::OK;
+    watch.WaitChange(seen, read_at + absl::Seconds(limits_.poll_interval_s));
+    absl::SleepFor(read_at + kMinReadInterval - absl::Now());
   }
   return grpc::Status(grpc::StatusCode::CANCELLED, "client cancelled");
 }

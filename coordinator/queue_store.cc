@@ -1,5 +1,8 @@
 #include "coordinator/queue_store.h"
 
+#include <algorithm>
+
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/base/sha256.h"
@@ -42,94 +45,106 @@ auto InTransaction(PgPool& pool, F body) -> decltype(body(std::declval<PgConnect
 
 // The columns every StoredEvaluation is read from.
 constexpr char kEvaluationColumns[] =
-    "SELECT evaluation_id, candidate_id, task_id, batch_id, gpu_type, "
+    " evaluation_id, candidate_id, task_id, batch_id, gpu_type, "
     "  coalesce(ran_on_gpu_type, '') AS ran_on, coalesce(worker_id::text, '') AS worker, "
     "  coalesce(client_ref, '') AS client_ref, attempts, "
     "  to_char(finished_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"') AS finished, "
-    "  result::text AS result FROM evaluations ";
+    "  result::text AS result ";
+
+StoredEvaluation ParseEvaluation(const PgResult& r, int i) {
+  StoredEvaluation e;
+  e.evaluation_id = r.GetInt(i, "evaluation_id");
+  e.candidate_id = r.Get(i, "candidate_id");
+  e.task_id = r.Get(i, "task_id");
+  e.batch_id = r.Get(i, "batch_id");
+  e.gpu_type = r.Get(i, "gpu_type");
+  e.ran_on_gpu_type = r.Get(i, "ran_on");
+  e.worker_id = r.Get(i, "worker");
+  e.client_ref = r.Get(i, "client_ref");
+  e.attempts = static_cast<int>(r.GetInt(i, "attempts"));
+  e.finished_at = r.Get(i, "finished");
+  e.result_json = r.Get(i, "result");
+  return e;
+}
 
 std::vector<StoredEvaluation> ParseEvaluations(const PgResult& r) {
   std::vector<StoredEvaluation> out;
-  for (int i = 0; i < r.rows(); ++i) {
-    StoredEvaluation e;
-    e.evaluation_id = r.GetInt(i, "evaluation_id");
-    e.candidate_id = r.Get(i, "candidate_id");
-    e.task_id = r.Get(i, "task_id");
-    e.batch_id = r.Get(i, "batch_id");
-    e.gpu_type = r.Get(i, "gpu_type");
-    e.ran_on_gpu_type = r.Get(i, "ran_on");
-    e.worker_id = r.Get(i, "worker");
-    e.client_ref = r.Get(i, "client_ref");
-    e.attempts = static_cast<int>(r.GetInt(i, "attempts"));
-    e.finished_at = r.Get(i, "finished");
-    e.result_json = r.Get(i, "result");
-    out.push_back(std::move(e));
-  }
+  for (int i = 0; i < r.rows(); ++i) out.push_back(ParseEvaluation(r, i));
   return out;
 }
 
 }  // namespace
 
-absl::StatusOr<EnqueuedBatch> QueueStore::Enqueue(const BatchSpec& spec,
-                                                  int64_t max_queue_depth) {
+absl::StatusOr<EnqueuedBatch> QueueStore::Enqueue(const BatchSpec& spec, int64_t max_queue_depth) {
   return InTransaction(pool_, [&](PgConnection& c) -> absl::StatusOr<EnqueuedBatch> {
-    ASSIGN_OR_RETURN(PgResult task, c.Exec("SELECT 1 FROM tasks WHERE task_id = $1",
-                                           {spec.task_id}));
-    if (task.rows() == 0) {
-      return absl::NotFoundError(absl::StrCat("no task ", spec.task_id,
-                                              " (submit it first with SubmitTask)"));
+    ASSIGN_OR_RETURN(PgResult check,
+                     c.Exec("SELECT EXISTS (SELECT 1 FROM tasks WHERE task_id = $1) AS task, "
+                            "  (SELECT count(*) FROM eval_queue) AS depth",
+                            {spec.task_id}));
+    if (check.Get(0, "task") != "t") {
+      return absl::NotFoundError(
+          absl::StrCat("no task ", spec.task_id, " (submit it first with SubmitTask)"));
     }
-    ASSIGN_OR_RETURN(PgResult depth, c.Exec("SELECT count(*) AS n FROM eval_queue"));
+    int64_t depth = check.GetInt(0, "depth");
     int64_t incoming = static_cast<int64_t>(spec.candidates.size() * spec.gpu_types.size());
-    if (depth.GetInt(0, "n") + incoming > max_queue_depth) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "the evaluation queue holds ", depth.GetInt(0, "n"), " items; ", incoming,
-          " more would pass its limit of ", max_queue_depth, "; retry later"));
+    if (depth + incoming > max_queue_depth) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("the evaluation queue holds ", depth, " items; ", incoming,
+                       " more would pass its limit of ", max_queue_depth, "; retry later"));
     }
     std::optional<std::string> job;
     if (!spec.job_id.empty()) job = spec.job_id;
-    ASSIGN_OR_RETURN(PgResult batch,
-                     c.Exec("INSERT INTO batches (task_id, job_id) VALUES ($1, $2) "
-                            "RETURNING batch_id",
-                            {spec.task_id, job}));
+    ASSIGN_OR_RETURN(PgResult batch, c.Exec("INSERT INTO batches (task_id, job_id) VALUES ($1, $2) "
+                                            "RETURNING batch_id",
+                                            {spec.task_id, job}));
     EnqueuedBatch out;
     out.batch_id = batch.Get(0, "batch_id");
-    int seq = 0;
+    std::vector<std::string> ids, sources, dialects, refs;
     for (const CandidateInput& cand : spec.candidates) {
-      std::string cid = Sha256Hex(cand.source);
-      RETURN_IF_ERROR(c.Exec("INSERT INTO candidates (candidate_id, source, dialect) "
-                             "VALUES ($1, $2, $3) ON CONFLICT (candidate_id) DO NOTHING",
-                             {cid, cand.source, cand.dialect})
-                          .status());
-      for (const std::string& gpu : spec.gpu_types) {
-        RETURN_IF_ERROR(
-            c.Exec("WITH e AS (INSERT INTO evaluations (candidate_id, task_id, batch_id, job_id, "
-                   "  client_ref, gpu_type, settings, priority) "
-                   "  VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8) "
-                   "  ON CONFLICT (batch_id, candidate_id, gpu_type) DO NOTHING "
-                   "  RETURNING evaluation_id) "
-                   "INSERT INTO eval_queue (evaluation_id, gpu_type, priority, batch_seq) "
-                   "SELECT evaluation_id, $6, $8, $9 FROM e",
-                   {cid, spec.task_id, out.batch_id, job, cand.client_ref, gpu,
-                    spec.settings_json, std::to_string(spec.priority), std::to_string(seq)})
-                .status());
-        ++seq;
-      }
+      ids.push_back(Sha256Hex(cand.source));
+      sources.push_back(cand.source);
+      dialects.push_back(cand.dialect);
+      refs.push_back(cand.client_ref);
     }
-    ASSIGN_OR_RETURN(PgResult n, c.Exec("SELECT count(*) AS n FROM evaluations WHERE batch_id = $1",
-                                        {out.batch_id}));
-    out.evaluations = static_cast<int>(n.GetInt(0, "n"));
+    RETURN_IF_ERROR(c.Exec("INSERT INTO candidates (candidate_id, source, dialect) "
+                           "SELECT * FROM unnest($1::text[], $2::text[], $3::text[]) "
+                           "ON CONFLICT (candidate_id) DO NOTHING",
+                           {TextArray(ids), TextArray(sources), TextArray(dialects)})
+                        .status());
+    // One evaluation per candidate x GPU type; batch_seq numbers them in that order, which is
+    // also the order of their ids. A candidate given twice is evaluated once.
+    ASSIGN_OR_RETURN(
+        PgResult queued,
+        c.Exec("WITH input AS ("
+               "  SELECT c.id, c.ref, g.gpu, "
+               "    ((c.n - 1) * cardinality($3::text[]) + g.n - 1)::int AS seq "
+               "  FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS c(id, ref, n) "
+               "  CROSS JOIN unnest($3::text[]) WITH ORDINALITY AS g(gpu, n)), "
+               "e AS (INSERT INTO evaluations (candidate_id, task_id, batch_id, job_id, "
+               "    client_ref, gpu_type, settings, priority, batch_seq) "
+               "  SELECT id, $4, $5, $6, ref, gpu, $7::jsonb, $8, seq FROM input ORDER BY seq "
+               "  ON CONFLICT (batch_id, candidate_id, gpu_type) DO NOTHING "
+               "  RETURNING evaluation_id, gpu_type, priority, batch_seq, enqueued_at), "
+               "q AS (INSERT INTO eval_queue (evaluation_id, gpu_type, priority, batch_seq, "
+               "    enqueued_at) "
+               "  SELECT evaluation_id, gpu_type, priority, batch_seq, enqueued_at FROM e) "
+               "SELECT gpu_type, count(*) AS n FROM e GROUP BY gpu_type",
+               {TextArray(ids), TextArray(refs), TextArray(spec.gpu_types), spec.task_id,
+                out.batch_id, job, spec.settings_json, std::to_string(spec.priority)}));
+    for (int i = 0; i < queued.rows(); ++i) {
+      out.queued_per_type[queued.Get(i, "gpu_type")] = queued.GetInt(i, "n");
+      out.evaluations += static_cast<int>(queued.GetInt(i, "n"));
+    }
     return out;
   });
 }
 
 absl::StatusOr<BatchProgress> QueueStore::Progress(const std::string& batch_id) {
-  ASSIGN_OR_RETURN(PgResult r,
-                   pool_.Exec("SELECT b.task_id, count(e.*) AS total, "
-                              "  count(e.*) FILTER (WHERE e.state = 'done') AS done "
-                              "FROM batches b LEFT JOIN evaluations e USING (batch_id) "
-                              "WHERE b.batch_id = $1::uuid GROUP BY b.task_id",
-                              {batch_id}));
+  ASSIGN_OR_RETURN(PgResult r, pool_.Exec("SELECT b.task_id, count(e.*) AS total, "
+                                          "  count(e.*) FILTER (WHERE e.state = 'done') AS done "
+                                          "FROM batches b LEFT JOIN evaluations e USING (batch_id) "
+                                          "WHERE b.batch_id = $1::uuid GROUP BY b.task_id",
+                                          {batch_id}));
   if (r.rows() == 0) return absl::NotFoundError(absl::StrCat("no batch ", batch_id));
   BatchProgress p;
   p.task_id = r.Get(0, "task_id");
@@ -138,16 +153,43 @@ absl::StatusOr<BatchProgress> QueueStore::Progress(const std::string& batch_id) 
   return p;
 }
 
-absl::StatusOr<std::vector<StoredEvaluation>> QueueStore::FinishedExcept(
-    const std::string& batch_id, const std::set<int64_t>& delivered) {
-  std::string skip = "{" + absl::StrJoin(delivered, ",") + "}";
-  ASSIGN_OR_RETURN(PgResult r,
-                   pool_.Exec(absl::StrCat(kEvaluationColumns,
-                                           "WHERE batch_id = $1::uuid AND state = 'done' "
-                                           "  AND NOT (evaluation_id = ANY($2::bigint[])) "
-                                           "ORDER BY evaluation_id"),
-                              {batch_id, skip}));
-  return ParseEvaluations(r);
+absl::StatusOr<std::vector<StoredEvaluation>> QueueStore::FinishedSince(const std::string& batch_id,
+                                                                        ResultCursor& cursor) {
+  // At least one row, for the snapshot's xmin; evaluation_id is NULL when nothing is new.
+  ASSIGN_OR_RETURN(
+      PgResult r,
+      pool_.ExecPrepared(
+          absl::StrCat("SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin, f.* "
+                       "FROM (SELECT 1) one LEFT JOIN LATERAL (SELECT",
+                       kEvaluationColumns,
+                       ", done_xid::text AS done_xid FROM evaluations "
+                       "  WHERE batch_id = $1::uuid AND done_xid >= $2::xid8) f ON true "
+                       "ORDER BY f.evaluation_id"),
+          {batch_id, std::to_string(cursor.xmin)}));
+  uint64_t xmin = 0;
+  if (!absl::SimpleAtoi(r.Get(0, "xmin"), &xmin)) {
+    return absl::InternalError("unreadable snapshot xmin: " + r.Get(0, "xmin"));
+  }
+  std::vector<StoredEvaluation> fresh;
+  const int id_col = r.col("evaluation_id");
+  for (int i = 0; i < r.rows(); ++i) {
+    if (r.IsNull(i, id_col)) continue;
+    StoredEvaluation e = ParseEvaluation(r, i);
+    uint64_t xid = 0;
+    if (!absl::SimpleAtoi(r.Get(i, "done_xid"), &xid)) {
+      return absl::InternalError("unreadable done_xid: " + r.Get(i, "done_xid"));
+    }
+    if (!cursor.recent.emplace(e.evaluation_id, xid).second) continue;  // returned before
+    fresh.push_back(std::move(e));
+  }
+  cursor.delivered += static_cast<int64_t>(fresh.size());
+  // Everything finished before the snapshot's oldest running transaction is visible now and
+  // has been returned; only later transactions can still add rows.
+  cursor.xmin = std::max(cursor.xmin, xmin);
+  for (auto it = cursor.recent.begin(); it != cursor.recent.end();) {
+    it = it->second < cursor.xmin ? cursor.recent.erase(it) : std::next(it);
+  }
+  return fresh;
 }
 
 absl::StatusOr<std::vector<StoredEvaluation>> QueueStore::Query(const EvaluationFilter& f) {
@@ -157,48 +199,82 @@ absl::StatusOr<std::vector<StoredEvaluation>> QueueStore::Query(const Evaluation
   };
   ASSIGN_OR_RETURN(
       PgResult r,
-      pool_.Exec(absl::StrCat(kEvaluationColumns,
-                              "WHERE state = 'done' AND ($1::text IS NULL OR task_id = $1) "
-                              "  AND ($2::uuid IS NULL OR job_id = $2::uuid) "
-                              "  AND ($3::text IS NULL OR candidate_id = $3) "
-                              "  AND ($4::text IS NULL OR gpu_type = $4 OR ran_on_gpu_type = $4) "
-                              "  AND ($5::text IS NULL OR verdict = $5) "
-                              "ORDER BY finished_at DESC, evaluation_id DESC LIMIT $6"),
+      pool_.Exec(absl::StrCat(
+                     "SELECT", kEvaluationColumns,
+                     "FROM evaluations WHERE state = 'done' AND ($1::text IS NULL OR task_id = $1) "
+                     "  AND ($2::uuid IS NULL OR job_id = $2::uuid) "
+                     "  AND ($3::text IS NULL OR candidate_id = $3) "
+                     "  AND ($4::text IS NULL OR gpu_type = $4 OR ran_on_gpu_type = $4) "
+                     "  AND ($5::text IS NULL OR verdict = $5) "
+                     "ORDER BY finished_at DESC, evaluation_id DESC LIMIT $6"),
                  {param(f.task_id), param(f.job_id), param(f.candidate_id), param(f.gpu_type),
                   param(f.verdict), std::to_string(f.limit)}));
   return ParseEvaluations(r);
 }
 
-absl::StatusOr<std::vector<LeaseGrant>> QueueStore::Lease(const std::string& worker_id,
-                                                          const std::string& gpu_type,
-                                                          int max_leases, double lease_timeout_s) {
-  if (max_leases <= 0) return std::vector<LeaseGrant>{};
-  ASSIGN_OR_RETURN(
-      PgResult r,
-      pool_.Exec(
-          "WITH picked AS ("
-          "  SELECT evaluation_id FROM eval_queue WHERE gpu_type IN ($2, 'any') "
-          "  ORDER BY priority DESC, batch_seq, enqueued_at, evaluation_id "
-          "  FOR UPDATE SKIP LOCKED LIMIT $3), "
-          "gone AS (DELETE FROM eval_queue q USING picked p "
-          "  WHERE q.evaluation_id = p.evaluation_id RETURNING q.evaluation_id), "
-          "upd AS (UPDATE evaluations e SET state = 'leased', attempts = e.attempts + 1 "
-          "  FROM gone g WHERE e.evaluation_id = g.evaluation_id "
-          "  RETURNING e.evaluation_id, e.attempts, e.task_id, e.candidate_id, e.settings, "
-          "  extract(epoch FROM now() - e.enqueued_at) AS waited_s), "
-          "ins AS (INSERT INTO leases (evaluation_id, worker_id, attempt, deadline) "
-          "  SELECT evaluation_id, $1::uuid, attempts, now() + make_interval(secs => $4::float8) "
-          "  FROM upd RETURNING lease_id, evaluation_id) "
-          "SELECT ins.lease_id, upd.evaluation_id, upd.attempts, t.name, t.source AS task_source, "
-          "  t.options::text AS options, c.source AS cand_source, c.dialect, "
-          "  upd.settings::text AS settings, upd.waited_s "
-          "FROM ins JOIN upd USING (evaluation_id) JOIN tasks t ON t.task_id = upd.task_id "
-          "JOIN candidates c ON c.candidate_id = upd.candidate_id ORDER BY upd.evaluation_id",
-          {worker_id, gpu_type, std::to_string(max_leases), std::to_string(lease_timeout_s)}));
-  std::vector<LeaseGrant> out;
+namespace {
+
+// The lease statement's common part: $1 worker id, $2 its GPU type, $3 the lease timeout; the
+// number of leases is a literal, so that a prepared statement's generic plan knows how few
+// rows it handles. Each lane (own type, "any") is read in eval_queue_lane_idx order, locking
+// at most that many rows; the best of both are taken. Defines `granted` and `passed`.
+std::string LeaseCtes(int n) {
+  const std::string limit = std::to_string(std::max(n, 0));
+  return absl::StrCat(
+      "own AS (SELECT evaluation_id, priority, batch_seq, enqueued_at FROM eval_queue "
+      "  WHERE gpu_type = $2 ORDER BY priority DESC, batch_seq, enqueued_at, evaluation_id "
+      "  LIMIT ",
+      limit,
+      " FOR UPDATE SKIP LOCKED), "
+      "shared AS (SELECT evaluation_id, priority, batch_seq, enqueued_at FROM eval_queue "
+      "  WHERE gpu_type = 'any' AND $2 <> 'any' "
+      "  ORDER BY priority DESC, batch_seq, enqueued_at, evaluation_id "
+      "  LIMIT ",
+      limit,
+      " FOR UPDATE SKIP LOCKED), "
+      "picked AS (SELECT evaluation_id FROM (SELECT * FROM own UNION ALL SELECT * FROM shared) "
+      "  lanes ORDER BY priority DESC, batch_seq, enqueued_at, evaluation_id LIMIT ",
+      limit,
+      "), "
+      "gone AS (DELETE FROM eval_queue q USING picked p "
+      "  WHERE q.evaluation_id = p.evaluation_id RETURNING q.evaluation_id, q.gpu_type), "
+      "upd AS (UPDATE evaluations e SET state = 'leased', attempts = e.attempts + 1 "
+      "  FROM gone g WHERE e.evaluation_id = g.evaluation_id "
+      "  RETURNING e.evaluation_id, e.attempts, e.task_id, e.candidate_id, e.settings, "
+      "  e.priority, e.batch_seq, e.enqueued_at, "
+      "  extract(epoch FROM now() - e.enqueued_at) AS waited_s), "
+      "ins AS (INSERT INTO leases (evaluation_id, worker_id, attempt, deadline) "
+      "  SELECT evaluation_id, $1::uuid, attempts, now() + make_interval(secs => $3::float8) "
+      "  FROM upd RETURNING lease_id, evaluation_id), "
+      "passed AS (SELECT "
+      "  (SELECT count(*) FROM own) - (SELECT count(*) FROM gone WHERE gpu_type = $2) AS own, "
+      "  (SELECT count(*) FROM shared) - (SELECT count(*) FROM gone WHERE gpu_type <> $2) "
+      "  AS shared), "
+      "granted AS (SELECT ins.lease_id, upd.evaluation_id, upd.attempts, t.name, "
+      "  t.source AS task_source, t.options::text AS options, c.source AS cand_source, c.dialect, "
+      "  upd.settings::text AS settings, upd.waited_s, upd.priority, upd.batch_seq, "
+      "  upd.enqueued_at FROM ins JOIN upd USING (evaluation_id) "
+      "  JOIN tasks t ON t.task_id = upd.task_id "
+      "  JOIN candidates c ON c.candidate_id = upd.candidate_id) ");
+}
+
+// Grants in queue order.
+constexpr char kGrantOrder[] =
+    " ORDER BY g.priority DESC, g.batch_seq, g.enqueued_at, g.evaluation_id";
+
+// Reads `granted` and `passed` columns from rows of a statement built on kLeaseCtes; rows
+// without a lease_id carry no grant.
+Leased ParseLeased(const PgResult& r, const std::string& gpu_type) {
+  Leased out;
+  const int lease_col = r.col("lease_id");
   for (int i = 0; i < r.rows(); ++i) {
+    if (i == 0) {
+      if (int64_t n = r.GetInt(0, "passed_own"); n > 0) out.passed_over[gpu_type] = n;
+      if (int64_t n = r.GetInt(0, "passed_shared"); n > 0) out.passed_over["any"] = n;
+    }
+    if (r.IsNull(i, lease_col)) continue;
     LeaseGrant g;
-    g.lease_id = r.Get(i, "lease_id");
+    g.lease_id = r.Get(i, lease_col);
     g.evaluation_id = r.GetInt(i, "evaluation_id");
     g.attempt = static_cast<int>(r.GetInt(i, "attempts"));
     g.task_name = r.Get(i, "name");
@@ -208,63 +284,102 @@ absl::StatusOr<std::vector<LeaseGrant>> QueueStore::Lease(const std::string& wor
     g.dialect = r.Get(i, "dialect");
     g.settings_json = r.Get(i, "settings");
     g.waited_s = r.GetDouble(i, "waited_s");
-    out.push_back(std::move(g));
+    out.grants.push_back(std::move(g));
   }
   return out;
+}
+
+PgParams LeaseParams(const LeaseRequest& req) {
+  return {req.worker_id, req.gpu_type, std::to_string(req.lease_timeout_s)};
+}
+
+}  // namespace
+
+absl::StatusOr<Leased> QueueStore::Lease(const LeaseRequest& req) {
+  if (req.max_leases <= 0) return Leased{};
+  // The lease alone is committed without waiting for the WAL flush (see the header).
+  ASSIGN_OR_RETURN(
+      PgResult r,
+      pool_.ExecPrepared(
+          absl::StrCat("WITH ", LeaseCtes(req.max_leases),
+                       "SELECT set_config('synchronous_commit', 'off', true) AS async, "
+                       "  passed.own AS passed_own, passed.shared AS passed_shared, g.* "
+                       "FROM passed LEFT JOIN granted g ON true",
+                       kGrantOrder),
+          LeaseParams(req)));
+  return ParseLeased(r, req.gpu_type);
 }
 
 absl::Status QueueStore::Heartbeat(const std::string& worker_id,
                                    const std::vector<std::string>& lease_ids,
                                    double lease_timeout_s) {
-  RETURN_IF_ERROR(pool_.Exec("UPDATE workers SET last_heartbeat = now() WHERE worker_id = $1::uuid",
-                             {worker_id})
-                      .status());
-  if (lease_ids.empty()) return absl::OkStatus();
+  // Committed without waiting for the WAL flush: a lost heartbeat only moves deadlines back.
   return pool_
-      .Exec("UPDATE leases SET deadline = now() + make_interval(secs => $3::float8) "
-            "WHERE worker_id = $1::uuid AND lease_id = ANY($2::uuid[])",
-            {worker_id, TextArray(lease_ids), std::to_string(lease_timeout_s)})
+      .ExecPrepared(
+          "WITH w AS (UPDATE workers SET last_heartbeat = now() WHERE worker_id = $1::uuid), "
+          "l AS (UPDATE leases SET deadline = now() + make_interval(secs => $3::float8) "
+          "  WHERE worker_id = $1::uuid AND lease_id = ANY($2::uuid[])) "
+          "SELECT set_config('synchronous_commit', 'off', true)",
+          {worker_id, TextArray(lease_ids), std::to_string(lease_timeout_s)})
       .status();
 }
 
-absl::StatusOr<bool> QueueStore::Complete(const std::string& lease_id,
-                                          const std::string& worker_id,
-                                          const v1::EvalResult& result) {
+absl::StatusOr<Completion> QueueStore::CompleteAndLease(const std::string& lease_id,
+                                                        const v1::EvalResult& result,
+                                                        const LeaseRequest& next) {
   std::optional<std::string> speedup;
   if (result.has_speedup()) speedup = std::to_string(result.speedup());
   std::optional<std::string> ref_ms, cand_ms;
   if (result.reference().n() > 0) ref_ms = std::to_string(result.reference().median_ms());
   if (result.candidate().n() > 0) cand_ms = std::to_string(result.candidate().median_ms());
-  v1::EvalResult system_only;
-  *system_only.mutable_system() = result.system();
+  PgParams params = LeaseParams(next);
+  params.insert(params.end(), {lease_id, std::string(VerdictName(result.verdict())),
+                               result.reason(), result.rule(), speedup, ref_ms, cand_ms,
+                               ResultToJson(result), result.compiler_log()});
+  // Parameters $4.. : lease id, verdict, reason, rule, speedup, both medians, the result JSON,
+  // the compiler log. The result is stored only if this worker's lease still exists.
   ASSIGN_OR_RETURN(
       PgResult r,
-      pool_.Exec(
-          "WITH l AS (DELETE FROM leases WHERE lease_id = $1::uuid AND worker_id = $2::uuid "
-          "  RETURNING evaluation_id) "
-          "UPDATE evaluations e SET state = 'done', verdict = $3, reason = $4, rule = $5, "
-          "  speedup = $6::float8, ref_median_ms = $7::float8, cand_median_ms = $8::float8, "
-          "  result = $9::jsonb, system_info = ($9::jsonb)->'system', compiler_log = $10, "
-          "  worker_id = $2::uuid, finished_at = now(), "
-          "  ran_on_gpu_type = (SELECT gpu_type FROM workers WHERE worker_id = $2::uuid) "
-          "FROM l WHERE e.evaluation_id = l.evaluation_id AND e.state = 'leased' "
-          "RETURNING e.evaluation_id",
-          {lease_id, worker_id, std::string(VerdictName(result.verdict())), result.reason(),
-           result.rule(), speedup, ref_ms, cand_ms, ResultToJson(result), result.compiler_log()}));
-  return r.rows() == 1;
+      pool_.ExecPrepared(
+          absl::StrCat(
+              "WITH l AS (DELETE FROM leases WHERE lease_id = $4::uuid AND worker_id = $1::uuid "
+              "  RETURNING evaluation_id), "
+              "done AS (UPDATE evaluations e SET state = 'done', verdict = $5, reason = $6, "
+              "  rule = $7, speedup = $8::float8, ref_median_ms = $9::float8, "
+              "  cand_median_ms = $10::float8, result = $11::jsonb, "
+              "  system_info = ($11::jsonb)->'system', compiler_log = $12, "
+              "  worker_id = $1::uuid, ran_on_gpu_type = $2, finished_at = now(), "
+              "  done_xid = pg_current_xact_id() "
+              "  FROM l WHERE e.evaluation_id = l.evaluation_id AND e.state = 'leased' "
+              "  RETURNING e.batch_id), ",
+              LeaseCtes(next.max_leases),
+              "SELECT (SELECT batch_id::text FROM done) AS done_batch, "
+              "  passed.own AS passed_own, passed.shared AS passed_shared, g.* "
+              "FROM passed LEFT JOIN granted g ON true",
+              kGrantOrder),
+          params));
+  Completion out;
+  out.stored = !r.IsNull(0, r.col("done_batch"));
+  if (out.stored) out.batch_id = r.Get(0, "done_batch");
+  out.next = ParseLeased(r, next.gpu_type);
+  return out;
 }
 
-absl::Status QueueStore::Release(const std::string& lease_id, const std::string& worker_id) {
-  return pool_
-      .Exec("WITH l AS (DELETE FROM leases WHERE lease_id = $1::uuid AND worker_id = $2::uuid "
-            "  RETURNING evaluation_id), "
-            "e AS (UPDATE evaluations e SET state = 'queued', attempts = e.attempts - 1 FROM l "
-            "  WHERE e.evaluation_id = l.evaluation_id RETURNING e.evaluation_id, e.gpu_type, "
-            "  e.priority) "
-            "INSERT INTO eval_queue (evaluation_id, gpu_type, priority) "
-            "SELECT evaluation_id, gpu_type, priority FROM e",
-            {lease_id, worker_id})
-      .status();
+absl::StatusOr<std::string> QueueStore::Release(const std::string& lease_id,
+                                                const std::string& worker_id) {
+  ASSIGN_OR_RETURN(
+      PgResult r,
+      pool_.ExecPrepared(
+          "WITH l AS (DELETE FROM leases WHERE lease_id = $1::uuid AND worker_id = $2::uuid "
+          "  RETURNING evaluation_id), "
+          "e AS (UPDATE evaluations e SET state = 'queued', attempts = e.attempts - 1 "
+          "  FROM l WHERE e.evaluation_id = l.evaluation_id "
+          "  RETURNING e.evaluation_id, e.gpu_type, e.priority, e.batch_seq, e.enqueued_at) "
+          "INSERT INTO eval_queue (evaluation_id, gpu_type, priority, batch_seq, enqueued_at) "
+          "SELECT evaluation_id, gpu_type, priority, batch_seq, enqueued_at FROM e "
+          "RETURNING gpu_type",
+          {lease_id, worker_id}));
+  return r.rows() == 0 ? std::string() : r.Get(0, "gpu_type");
 }
 
 absl::StatusOr<ReclaimStats> QueueStore::ReclaimExpired() {
@@ -281,25 +396,29 @@ absl::StatusOr<ReclaimStats> QueueStore::ReclaimExpired() {
     ASSIGN_OR_RETURN(
         PgResult dead,
         c.Exec("UPDATE evaluations SET state = 'done', verdict = 'runtime_error', "
-               "  rule = 'worker_lost', finished_at = now(), "
+               "  rule = 'worker_lost', finished_at = now(), done_xid = pg_current_xact_id(), "
                "  reason = 'worker_lost: the worker evaluating it stopped responding ' || "
                "    attempts || ' times; not retried again', "
                "  result = jsonb_build_object('verdict', 'runtime_error', 'rule', 'worker_lost', "
                "    'reason', 'worker_lost: the worker evaluating it stopped responding ' || "
                "    attempts || ' times', 'speedup', NULL) "
                "WHERE evaluation_id = ANY($1::bigint[]) AND state = 'leased' "
-               "  AND attempts >= max_attempts RETURNING evaluation_id",
+               "  AND attempts >= max_attempts RETURNING batch_id",
                {array}));
     stats.abandoned = dead.rows();
+    for (int i = 0; i < dead.rows(); ++i) stats.abandoned_batches.insert(dead.Get(i, "batch_id"));
+    // Back to the queue at the position it had: same batch_seq and enqueue time.
     ASSIGN_OR_RETURN(
         PgResult back,
         c.Exec("WITH e AS (UPDATE evaluations SET state = 'queued' "
                "  WHERE evaluation_id = ANY($1::bigint[]) AND state = 'leased' "
-               "  RETURNING evaluation_id, gpu_type, priority) "
-               "INSERT INTO eval_queue (evaluation_id, gpu_type, priority) "
-               "SELECT evaluation_id, gpu_type, priority FROM e RETURNING evaluation_id",
+               "  RETURNING evaluation_id, gpu_type, priority, batch_seq, enqueued_at) "
+               "INSERT INTO eval_queue (evaluation_id, gpu_type, priority, batch_seq, enqueued_at) "
+               "SELECT evaluation_id, gpu_type, priority, batch_seq, enqueued_at FROM e "
+               "RETURNING gpu_type",
                {array}));
     stats.requeued = back.rows();
+    for (int i = 0; i < back.rows(); ++i) ++stats.requeued_per_type[back.Get(i, "gpu_type")];
     return stats;
   });
 }
@@ -324,8 +443,7 @@ absl::StatusOr<std::map<std::string, int64_t>> QueueStore::LiveWorkers(double wi
 }
 
 absl::Status QueueStore::MarkWorker(const std::string& worker_id, const std::string& state) {
-  return pool_.Exec("UPDATE workers SET state = $2 WHERE worker_id = $1::uuid",
-                    {worker_id, state})
+  return pool_.Exec("UPDATE workers SET state = $2 WHERE worker_id = $1::uuid", {worker_id, state})
       .status();
 }
 

@@ -3,14 +3,22 @@
 // coordinators (or a restarted one) see the same queue.
 //
 //  Enqueue     one transaction: batch row, candidates (content-addressed), one evaluation per
-//              candidate x GPU type, one queue row each
-//  Lease       FOR UPDATE SKIP LOCKED over the queue rows a worker's GPU type may take (its
-//              own type and "any"), ordered by priority, then position within the batch (so
-//              batches interleave), then age
-//  Complete    deletes the lease and stores the result only if the lease still exists: a
-//              late result of a reclaimed lease is dropped, so a result is stored once
-//  Reclaim     leases past their deadline go back to the queue; an evaluation that has used
-//              its attempts is finished as runtime_error (rule worker_lost) instead
+//              candidate x GPU type, one queue row each, inserted a statement per table
+//  Lease       FOR UPDATE SKIP LOCKED over the two lanes a worker may take from (its own GPU
+//              type and "any"), each read in the order of eval_queue_lane_idx: priority, then
+//              position within the batch (so batches interleave), then age; the best of both
+//  CompleteAndLease
+//              deletes the lease and stores the result only if the lease still exists (a late
+//              result of a reclaimed lease is dropped, so a result is stored once), and leases
+//              the worker's next evaluations, in one statement and one commit
+//  Reclaim     leases past their deadline go back to the queue at their old position; an
+//              evaluation that has used its attempts is finished as runtime_error (rule
+//              worker_lost) instead
+//
+// Commits: a result is committed synchronously. A lease alone and a heartbeat are committed
+// with synchronous_commit off: a database crash can forget the last few of them, which only
+// puts the evaluation back in the queue (the worker's result is then dropped as stale and the
+// evaluation runs again) or moves a deadline back by one heartbeat.
 //
 // Thread-safe: every method takes a pooled connection for its own duration.
 #ifndef KFORGE_COORDINATOR_QUEUE_STORE_H_
@@ -39,13 +47,22 @@ struct BatchSpec {
   std::vector<CandidateInput> candidates;
   std::vector<std::string> gpu_types;  // "any" allowed
   int priority = 0;
-  std::string job_id;                  // empty: none
-  std::string settings_json = "{}";    // engine settings for every evaluation
+  std::string job_id;                // empty: none
+  std::string settings_json = "{}";  // engine settings for every evaluation
 };
 
 struct EnqueuedBatch {
   std::string batch_id;
   int evaluations = 0;
+  std::map<std::string, int64_t> queued_per_type;  // GPU type -> evaluations queued
+};
+
+// What a worker asks for: up to `max_leases` evaluations of its type or of "any".
+struct LeaseRequest {
+  std::string worker_id;
+  std::string gpu_type;
+  int max_leases = 0;
+  double lease_timeout_s = 15;
 };
 
 struct LeaseGrant {
@@ -59,6 +76,29 @@ struct LeaseGrant {
   std::string dialect;
   std::string settings_json;
   double waited_s = 0;  // from enqueue to this lease
+};
+
+struct Leased {
+  std::vector<LeaseGrant> grants;
+  // Queue rows, per GPU type, that the lease statement locked but did not take: it locks the
+  // best rows of both lanes and keeps the best of those, and concurrent leasers skipped the
+  // rest meanwhile. Worth a wake-up for streams that may have found nothing because of them.
+  std::map<std::string, int64_t> passed_over;
+};
+
+struct Completion {
+  bool stored = false;   // false: the lease no longer existed (reclaimed, already completed)
+  std::string batch_id;  // of the stored evaluation; empty when none
+  Leased next;           // leased in the same transaction
+};
+
+// Where a reader stands in a batch's results (FinishedSince). Every evaluation finished by a
+// transaction older than `xmin` has been returned; `recent` holds the ones returned that were
+// finished at or after it, with their transaction ids.
+struct ResultCursor {
+  uint64_t xmin = 0;
+  std::map<int64_t, uint64_t> recent;
+  int64_t delivered = 0;  // evaluations returned so far
 };
 
 struct StoredEvaluation {
@@ -84,6 +124,8 @@ struct BatchProgress {
 struct ReclaimStats {
   int requeued = 0;
   int abandoned = 0;  // finished as worker_lost
+  std::map<std::string, int64_t> requeued_per_type;
+  std::set<std::string> abandoned_batches;
 };
 
 class QueueStore {
@@ -94,25 +136,29 @@ class QueueStore {
   // `max_queue_depth` items or more.
   absl::StatusOr<EnqueuedBatch> Enqueue(const BatchSpec& spec, int64_t max_queue_depth);
   absl::StatusOr<BatchProgress> Progress(const std::string& batch_id);
-  // Finished evaluations of a batch not in `delivered`, in id order. (Results finish in any
-  // order, so a cursor on the id would skip some.)
-  absl::StatusOr<std::vector<StoredEvaluation>> FinishedExcept(const std::string& batch_id,
-                                                               const std::set<int64_t>& delivered);
+  // Finished evaluations of a batch that `cursor` has not returned yet, in id order, and the
+  // cursor moved past them. Results finish in any order and commit in another, so the cursor
+  // follows the finishing transactions' ids against the reading snapshot's xmin (rows of a
+  // transaction still running then show up in a later call), not the evaluation ids.
+  absl::StatusOr<std::vector<StoredEvaluation>> FinishedSince(const std::string& batch_id,
+                                                              ResultCursor& cursor);
 
   // Finished evaluations matching the filter, newest first.
   absl::StatusOr<std::vector<StoredEvaluation>> Query(const EvaluationFilter& filter);
 
-  absl::StatusOr<std::vector<LeaseGrant>> Lease(const std::string& worker_id,
-                                                const std::string& gpu_type, int max_leases,
-                                                double lease_timeout_s);
+  absl::StatusOr<Leased> Lease(const LeaseRequest& request);
   // Extends the deadlines of the worker's listed leases and records its heartbeat.
   absl::Status Heartbeat(const std::string& worker_id, const std::vector<std::string>& lease_ids,
                          double lease_timeout_s);
-  // True when stored; false when the lease no longer exists (reclaimed, already completed).
-  absl::StatusOr<bool> Complete(const std::string& lease_id, const std::string& worker_id,
-                                const v1::EvalResult& result);
-  // Hands an unrun lease back (a draining worker); the attempt is not counted.
-  absl::Status Release(const std::string& lease_id, const std::string& worker_id);
+  // Stores the result of `lease_id`, held by next.worker_id whose GPU type is next.gpu_type,
+  // and leases up to next.max_leases more to the same worker.
+  absl::StatusOr<Completion> CompleteAndLease(const std::string& lease_id,
+                                              const v1::EvalResult& result,
+                                              const LeaseRequest& next);
+  // Hands an unrun lease back (a draining worker, an unsent lease); the attempt is not counted
+  // and it keeps its position. Returns the GPU type it was queued for; empty when the lease
+  // no longer existed.
+  absl::StatusOr<std::string> Release(const std::string& lease_id, const std::string& worker_id);
   absl::StatusOr<ReclaimStats> ReclaimExpired();
   // Workers that heartbeated within `window_s`, per GPU type.
   absl::StatusOr<std::map<std::string, int64_t>> LiveWorkers(double window_s);

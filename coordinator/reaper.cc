@@ -46,7 +46,8 @@ void Reaper::Loop() {
     } else if (stats->requeued + stats->abandoned > 0) {
       LogInfo("expired leases reclaimed", {{"requeued", std::to_string(stats->requeued)},
                                            {"abandoned", std::to_string(stats->abandoned)}});
-      notifier_.Notify();
+      for (const auto& [type, n] : stats->requeued_per_type) notifier_.WorkAdded(type, n);
+      for (const std::string& batch : stats->abandoned_batches) notifier_.BatchChanged(batch);
     }
     if (auto depth = queue_.QueueDepth(); depth.ok()) Publish(*depth, depth_, seen_types_);
     if (auto live = queue_.LiveWorkers(30); live.ok()) Publish(*live, workers_, seen_worker_types_);

@@ -1,5 +1,6 @@
 #include "coordinator/worker_service.h"
 
+#include <algorithm>
 #include <set>
 #include <thread>
 
@@ -61,8 +62,8 @@ grpc::Status WorkerServiceImpl::Register(grpc::ServerContext*, const v1::Registe
   }
   std::string facts_json;
   (void)google::protobuf::util::MessageToJsonString(f, &facts_json);
-  auto id = store_.RegisterWorker(f.hostname(), f.gpu_type(), static_cast<int>(f.slots()),
-                                  facts_json);
+  auto id =
+      store_.RegisterWorker(f.hostname(), f.gpu_type(), static_cast<int>(f.slots()), facts_json);
   if (!id.ok()) return ToGrpcStatus(id.status());
   resp->set_worker_id(*id);
   resp->set_heartbeat_interval_s(timings_.heartbeat_interval_s);
@@ -72,140 +73,229 @@ grpc::Status WorkerServiceImpl::Register(grpc::ServerContext*, const v1::Registe
   return grpc::Status::OK;
 }
 
-grpc::Status WorkerServiceImpl::Connect(
-    grpc::ServerContext* ctx,
-    grpc::ServerReaderWriter<v1::CoordinatorMessage, v1::WorkerMessage>* stream) {
+// One worker's stream. Slots are counted here: `outstanding` leases were sent and not
+// answered, `reserved` slots are being filled by a lease statement in flight.
+class WorkerServiceImpl::Stream {
+ public:
+  Stream(WorkerServiceImpl& service, WorkerStream* rpc, std::string worker_id, std::string gpu_type,
+         int slots)
+      : service_(service),
+        rpc_(rpc),
+        worker_id_(std::move(worker_id)),
+        gpu_type_(std::move(gpu_type)),
+        slots_(slots),
+        waiter_(service.notifier_, gpu_type_),
+        leases_granted_(service.leases_.Add({{"gpu_type", gpu_type_}})),
+        queue_wait_(service.queue_wait_.Add({{"gpu_type", gpu_type_}},
+                                            prometheus::Histogram::BucketBoundaries{
+                                                0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120, 600, 3600})) {}
+
+  // The handler thread: leases whenever slots are free and nothing else fills them, then
+  // waits for new work of this type, for a freed slot, or for the poll interval.
+  void Lease(grpc::ServerContext* ctx) {
+    while (!ctx->IsCancelled()) {
+      uint64_t seen = waiter_.generation();
+      int free = Reserve();
+      if (free < 0) break;  // the reader ended
+      if (free > 0) {
+        waiter_.Arm(free);
+        auto leased = service_.queue_.Lease(Request(free));
+        int granted = 0;
+        if (!leased.ok()) {
+          LogWarning("lease failed", {{"error", std::string(leased.status().message())}});
+        } else {
+          granted = static_cast<int>(leased->grants.size());
+          Send(*leased);
+        }
+        Unreserve(free);
+        if (granted == free) {
+          waiter_.Disarm();
+          continue;
+        }
+      }
+      waiter_.Wait(seen, absl::Seconds(service_.timings_.poll_interval_s));
+    }
+  }
+
+  // The reader thread: heartbeats, results (each stored together with the next leases),
+  // releases, until the worker's side ends.
+  void Read() {
+    v1::WorkerMessage msg;
+    while (rpc_->Read(&msg)) {
+      if (msg.has_heartbeat()) {
+        std::vector<std::string> ids(msg.heartbeat().lease_ids().begin(),
+                                     msg.heartbeat().lease_ids().end());
+        if (auto s = service_.queue_.Heartbeat(worker_id_, ids, service_.timings_.lease_timeout_s);
+            !s.ok()) {
+          LogWarning("heartbeat not recorded",
+                     {{"worker_id", worker_id_}, {"error", std::string(s.message())}});
+        }
+        absl::MutexLock lock(&mu_);
+        draining_ = msg.heartbeat().draining();
+      } else if (msg.has_result()) {
+        StoreResult(msg.result());
+      } else if (msg.has_release()) {
+        Release(msg.release().lease_id());
+        {
+          absl::MutexLock lock(&mu_);
+          outstanding_.erase(msg.release().lease_id());
+        }
+        waiter_.Wake();
+      }
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      reader_done_ = true;
+    }
+    waiter_.Wake();
+  }
+
+  // True when the worker said it was draining and nothing it was sent is unanswered.
+  bool Drained() {
+    absl::MutexLock lock(&mu_);
+    return draining_ && outstanding_.empty();
+  }
+
+ private:
+  LeaseRequest Request(int n) const {
+    return {worker_id_, gpu_type_, n, service_.timings_.lease_timeout_s};
+  }
+
+  // Takes the free slots for a lease statement: none while draining, -1 once the reader ended.
+  int Reserve() {
+    absl::MutexLock lock(&mu_);
+    if (reader_done_) return -1;
+    int free = draining_ ? 0 : slots_ - static_cast<int>(outstanding_.size()) - reserved_;
+    free = std::max(free, 0);
+    reserved_ += free;
+    return free;
+  }
+  void Unreserve(int n) {
+    absl::MutexLock lock(&mu_);
+    reserved_ -= n;
+  }
+
+  void StoreResult(const v1::WorkerMessage::Result& r) {
+    {
+      absl::MutexLock lock(&mu_);
+      outstanding_.erase(r.lease_id());
+    }
+    int free = Reserve();
+    LeaseRequest next = Request(std::max(free, 0));
+    // The database may be restarting: retry for a while before leaving the lease to expire
+    // (then the evaluation runs again; nothing is lost either way).
+    auto done = service_.queue_.CompleteAndLease(r.lease_id(), r.result(), next);
+    for (int attempt = 0; !done.ok() && IsRetryablePgError(done.status()) && attempt < 40;
+         ++attempt) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      done = service_.queue_.CompleteAndLease(r.lease_id(), r.result(), next);
+    }
+    int granted = 0;
+    if (!done.ok()) {
+      // The lease stays; the worker re-sends after reconnecting, or it expires.
+      LogError("result not stored",
+               {{"lease_id", r.lease_id()}, {"error", std::string(done.status().message())}});
+    } else {
+      granted = static_cast<int>(done->next.grants.size());
+      Send(done->next);
+      const char* verdict = VerdictName(r.result().verdict());
+      service_.results_.Add({{"verdict", verdict}, {"gpu_type", gpu_type_}}).Increment();
+      LogInfo(done->stored ? "result stored" : "stale result dropped",
+              {{"lease_id", r.lease_id()}, {"verdict", verdict}});
+      if (done->stored) service_.notifier_.BatchChanged(done->batch_id);
+    }
+    if (free > 0) Unreserve(free);
+    // A slot this did not fill is the handler's to watch (its next lease arms the waiter).
+    if (granted < free) waiter_.Wake();
+  }
+
+  void Release(const std::string& lease_id) {
+    auto type = service_.queue_.Release(lease_id, worker_id_);
+    if (!type.ok()) {
+      LogWarning("release failed",
+                 {{"lease_id", lease_id}, {"error", std::string(type.status().message())}});
+    } else if (!type->empty()) {
+      service_.notifier_.WorkAdded(*type, 1);
+    }
+  }
+
+  // Writes the leases to the worker. Leases it can no longer receive go back to the queue.
+  void Send(const Leased& leased) {
+    for (const auto& [type, n] : leased.passed_over) service_.notifier_.WorkAdded(type, n);
+    for (size_t i = 0; i < leased.grants.size(); ++i) {
+      const LeaseGrant& g = leased.grants[i];
+      v1::CoordinatorMessage out;
+      v1::Lease* l = out.mutable_lease();
+      l->set_lease_id(g.lease_id);
+      l->set_evaluation_id(std::to_string(g.evaluation_id));
+      l->set_attempt(static_cast<uint32_t>(g.attempt));
+      l->set_deadline_s(service_.timings_.lease_timeout_s);
+      v1::EvalRequest* req = l->mutable_request();
+      req->set_task_source(g.task_source);
+      req->set_candidate_source(g.candidate_source);
+      req->set_task_name(g.task_name);
+      v1::Dialect dialect = v1::DIALECT_UNSPECIFIED;
+      ParseDialect(g.dialect, &dialect);
+      req->set_dialect(dialect);
+      ApplyTaskOptions(g.task_options_json, req);
+      {
+        // Counted before the write, so that a result racing back finds it.
+        absl::MutexLock lock(&mu_);
+        outstanding_.insert(g.lease_id);
+      }
+      leases_granted_.Increment();
+      queue_wait_.Observe(g.waited_s);
+      LogInfo("lease granted", {{"lease_id", g.lease_id},
+                                {"evaluation_id", std::to_string(g.evaluation_id)},
+                                {"worker_id", worker_id_}});
+      bool written;
+      {
+        absl::MutexLock lock(&write_mu_);
+        written = rpc_->Write(out);
+      }
+      if (!written) {
+        // The worker is gone: hand back what it never received (this one and the rest).
+        for (size_t j = i; j < leased.grants.size(); ++j) {
+          Release(leased.grants[j].lease_id);
+          absl::MutexLock lock(&mu_);
+          outstanding_.erase(leased.grants[j].lease_id);
+        }
+        return;
+      }
+    }
+  }
+
+  WorkerServiceImpl& service_;
+  WorkerStream* const rpc_;
+  const std::string worker_id_;
+  const std::string gpu_type_;
+  const int slots_;
+  Notifier::WorkWaiter waiter_;
+  prometheus::Counter& leases_granted_;
+  prometheus::Histogram& queue_wait_;
+  absl::Mutex write_mu_;  // one Write at a time; reads run beside it
+  absl::Mutex mu_;
+  std::set<std::string> outstanding_ ABSL_GUARDED_BY(mu_);
+  int reserved_ ABSL_GUARDED_BY(mu_) = 0;
+  bool draining_ ABSL_GUARDED_BY(mu_) = false;
+  bool reader_done_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+grpc::Status WorkerServiceImpl::Connect(grpc::ServerContext* ctx, WorkerStream* rpc) {
   v1::WorkerMessage first;
-  if (!stream->Read(&first) || !first.has_hello()) {
+  if (!rpc->Read(&first) || !first.has_hello()) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         "the first message on a worker stream must be hello");
   }
   const std::string worker_id = first.hello().worker_id();
   auto worker = store_.GetWorker(worker_id);
   if (!worker.ok()) return ToGrpcStatus(worker.status());
-  const std::string gpu_type = worker->gpu_type;
-  const int slots = worker->slots;
-
-  absl::Mutex mu;
-  std::set<std::string> outstanding;  // leases sent on this stream, not yet answered
-  bool draining = false;
-  bool reader_done = false;
-
-  std::thread reader([&] {
-    v1::WorkerMessage msg;
-    while (stream->Read(&msg)) {
-      if (msg.has_heartbeat()) {
-        std::vector<std::string> ids(msg.heartbeat().lease_ids().begin(),
-                                     msg.heartbeat().lease_ids().end());
-        if (auto s = queue_.Heartbeat(worker_id, ids, timings_.lease_timeout_s); !s.ok()) {
-          LogWarning("heartbeat not recorded", {{"worker_id", worker_id},
-                                                {"error", std::string(s.message())}});
-        }
-        absl::MutexLock lock(&mu);
-        draining = msg.heartbeat().draining();
-      } else if (msg.has_result()) {
-        const auto& r = msg.result();
-        {
-          // Free the slot before waking anyone, so this stream's own loop sees it.
-          absl::MutexLock lock(&mu);
-          outstanding.erase(r.lease_id());
-        }
-        // The database may be restarting: retry for a while before leaving the lease to expire
-        // (then the evaluation runs again; nothing is lost either way).
-        auto stored = queue_.Complete(r.lease_id(), worker_id, r.result());
-        for (int attempt = 0; !stored.ok() && IsRetryablePgError(stored.status()) && attempt < 40;
-             ++attempt) {
-          std::this_thread::sleep_for(std::chrono::milliseconds(250));
-          stored = queue_.Complete(r.lease_id(), worker_id, r.result());
-        }
-        if (!stored.ok()) {
-          // The lease stays; the worker re-sends after reconnecting, or it expires.
-          LogError("result not stored", {{"lease_id", r.lease_id()},
-                                         {"error", std::string(stored.status().message())}});
-        } else {
-          results_.Add({{"verdict", VerdictName(r.result().verdict())}, {"gpu_type", gpu_type}})
-              .Increment();
-          LogInfo(*stored ? "result stored" : "stale result dropped",
-                  {{"lease_id", r.lease_id()}, {"verdict", VerdictName(r.result().verdict())}});
-          notifier_.Notify();
-        }
-      } else if (msg.has_release()) {
-        (void)queue_.Release(msg.release().lease_id(), worker_id);
-        {
-          absl::MutexLock lock(&mu);
-          outstanding.erase(msg.release().lease_id());
-        }
-        notifier_.Notify();
-      }
-    }
-    absl::MutexLock lock(&mu);
-    reader_done = true;
-  });
-
-  while (!ctx->IsCancelled()) {
-    uint64_t seen = notifier_.generation();
-    int free = 0;
-    {
-      absl::MutexLock lock(&mu);
-      if (reader_done) break;
-      free = draining ? 0 : slots - static_cast<int>(outstanding.size());
-    }
-    if (free > 0) {
-      auto grants = queue_.Lease(worker_id, gpu_type, free, timings_.lease_timeout_s);
-      if (!grants.ok()) {
-        LogWarning("lease failed", {{"error", std::string(grants.status().message())}});
-      } else {
-        for (const LeaseGrant& g : *grants) {
-          v1::CoordinatorMessage out;
-          v1::Lease* l = out.mutable_lease();
-          l->set_lease_id(g.lease_id);
-          l->set_evaluation_id(std::to_string(g.evaluation_id));
-          l->set_attempt(static_cast<uint32_t>(g.attempt));
-          l->set_deadline_s(timings_.lease_timeout_s);
-          v1::EvalRequest* req = l->mutable_request();
-          req->set_task_source(g.task_source);
-          req->set_candidate_source(g.candidate_source);
-          req->set_task_name(g.task_name);
-          v1::Dialect dialect = v1::DIALECT_UNSPECIFIED;
-          ParseDialect(g.dialect, &dialect);
-          req->set_dialect(dialect);
-          ApplyTaskOptions(g.task_options_json, req);
-          {
-            absl::MutexLock lock(&mu);
-            outstanding.insert(g.lease_id);
-          }
-          leases_.Add({{"gpu_type", gpu_type}}).Increment();
-          queue_wait_
-              .Add({{"gpu_type", gpu_type}},
-                   prometheus::Histogram::BucketBoundaries{0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120,
-                                                           600, 3600})
-              .Observe(g.waited_s);
-          LogInfo("lease granted", {{"lease_id", g.lease_id},
-                                    {"evaluation_id", std::to_string(g.evaluation_id)},
-                                    {"worker_id", worker_id}});
-          if (!stream->Write(out)) {
-            // The worker is gone: hand back what it never received (this one and the rest).
-            bool unsent = false;
-            for (const LeaseGrant& back : *grants) {
-              unsent = unsent || back.lease_id == g.lease_id;
-              if (unsent) (void)queue_.Release(back.lease_id, worker_id);
-            }
-            break;
-          }
-        }
-        if (!grants->empty()) continue;
-      }
-    }
-    notifier_.WaitChange(seen, absl::Seconds(timings_.poll_interval_s));
-  }
+  Stream stream(*this, rpc, worker_id, worker->gpu_type, worker->slots);
+  std::thread reader([&] { stream.Read(); });
+  stream.Lease(ctx);
   ctx->TryCancel();
   reader.join();
-  bool drained;
-  {
-    absl::MutexLock lock(&mu);
-    drained = draining && outstanding.empty();
-  }
-  if (drained) {
+  if (stream.Drained()) {
     // A worker that drained and left is listed no more.
     (void)queue_.MarkWorker(worker_id, "gone");
     LogInfo("worker drained and left", {{"worker_id", worker_id}});

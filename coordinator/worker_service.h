@@ -2,10 +2,14 @@
 // worker. On the stream the worker says hello, then sends heartbeats (held leases, draining),
 // results and releases; the coordinator sends leases whenever the worker has free slots
 // (slots minus leases outstanding on this stream) and the queue has work of its GPU type.
+// A result is stored together with the worker's next lease (QueueStore::CompleteAndLease), so
+// a busy worker costs one statement and one commit per evaluation.
 //
-// Threading: per stream, the gRPC handler thread writes leases; a second thread reads the
-// worker's messages. Leases outlive the stream in PostgreSQL: a worker that reconnects can
-// still deliver results for them; otherwise they expire and are reclaimed.
+// Threading: per stream, the gRPC handler thread leases for slots that nothing else fills
+// and otherwise waits on the Notifier (new work of its type) or polls every poll_interval_s;
+// a second thread reads the worker's messages and stores results. Both write leases, one at a
+// time. Leases outlive the stream in PostgreSQL: a worker that reconnects can still deliver
+// results for them; otherwise they expire and are reclaimed.
 #ifndef KFORGE_COORDINATOR_WORKER_SERVICE_H_
 #define KFORGE_COORDINATOR_WORKER_SERVICE_H_
 
@@ -22,7 +26,9 @@ namespace kforge {
 struct WorkerTimings {
   double heartbeat_interval_s = 2;
   double lease_timeout_s = 15;
-  double poll_interval_s = 0.1;  // how often an idle stream looks at the queue
+  // How often an idle stream looks at the queue by itself. Work queued by this process wakes
+  // it at once; polling only finds work that another coordinator queued.
+  double poll_interval_s = 1;
 };
 
 class WorkerServiceImpl final : public v1::WorkerService::Service {
@@ -32,11 +38,12 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
 
   grpc::Status Register(grpc::ServerContext* ctx, const v1::RegisterRequest* req,
                         v1::RegisterResponse* resp) override;
-  grpc::Status Connect(
-      grpc::ServerContext* ctx,
-      grpc::ServerReaderWriter<v1::CoordinatorMessage, v1::WorkerMessage>* stream) override;
+  using WorkerStream = grpc::ServerReaderWriter<v1::CoordinatorMessage, v1::WorkerMessage>;
+  grpc::Status Connect(grpc::ServerContext* ctx, WorkerStream* stream) override;
 
  private:
+  class Stream;
+
   PgStore& store_;
   QueueStore& queue_;
   Notifier& notifier_;

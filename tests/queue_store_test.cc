@@ -2,6 +2,7 @@
 // in between (distributed_test covers the same through the services).
 #include "coordinator/queue_store.h"
 
+#include <map>
 #include <set>
 #include <thread>
 
@@ -51,6 +52,29 @@ class QueueStoreTest : public ::testing::Test {
     return b;
   }
 
+  // Leases up to `n` for the test's H200 worker (or a worker of `type`).
+  std::vector<LeaseGrant> Take(int n, double timeout_s = 30, const std::string& type = "H200") {
+    auto leased = queue_->Lease({worker_, type, n, timeout_s});
+    EXPECT_TRUE(leased.ok()) << leased.status();
+    return leased.ok() ? leased->grants : std::vector<LeaseGrant>{};
+  }
+
+  std::vector<std::string> Refs(const std::vector<LeaseGrant>& grants) {
+    std::vector<std::string> refs;
+    for (const LeaseGrant& g : grants) {
+      refs.push_back(Scalar("SELECT client_ref FROM evaluations WHERE evaluation_id = " +
+                            std::to_string(g.evaluation_id)));
+    }
+    return refs;
+  }
+
+  absl::StatusOr<Completion> Finish(const LeaseGrant& lease, int next = 0) {
+    v1::EvalResult r;
+    r.set_verdict(v1::VERDICT_OK);
+    r.set_speedup(1.5);
+    return queue_->CompleteAndLease(lease.lease_id, r, {worker_, "H200", next, 30});
+  }
+
   std::string Scalar(const std::string& sql) {
     auto r = pool_->Exec(sql);
     EXPECT_TRUE(r.ok()) << r.status();
@@ -66,11 +90,11 @@ class QueueStoreTest : public ::testing::Test {
 TEST_F(QueueStoreTest, LeasesOnlyMatchingTypesAndAny) {
   ASSERT_TRUE(queue_->Enqueue(Batch(2, "a", {"A100"}), 100).ok());
   ASSERT_TRUE(queue_->Enqueue(Batch(1, "b", {"any"}), 100).ok());
-  auto leases = queue_->Lease(worker_, "H200", 10, 30);
-  ASSERT_TRUE(leases.ok()) << leases.status();
-  ASSERT_EQ(leases->size(), 1u);  // only the "any" item
-  EXPECT_EQ(leases->front().task_source, kTask);
-  EXPECT_EQ(leases->front().attempt, 1);
+  auto leases = Take(10);
+  ASSERT_EQ(leases.size(), 1u);  // only the "any" item
+  EXPECT_EQ(leases.front().task_source, kTask);
+  EXPECT_EQ(leases.front().attempt, 1);
+  EXPECT_EQ(Take(10, 30, "A100").size(), 2u);
 }
 
 TEST_F(QueueStoreTest, FullQueueIsResourceExhausted) {
@@ -91,26 +115,23 @@ TEST_F(QueueStoreTest, BatchesInterleaveSoALargeOneCannotStarveALaterOne) {
   ASSERT_TRUE(queue_->Enqueue(Batch(50, "big"), 1000).ok());
   auto small = queue_->Enqueue(Batch(2, "small"), 1000);
   ASSERT_TRUE(small.ok());
-  auto leases = queue_->Lease(worker_, "H200", 4, 30);
-  ASSERT_TRUE(leases.ok());
   int from_small = 0;
-  for (const auto& l : *leases) from_small += l.candidate_source.find("small") != std::string::npos;
+  for (const auto& l : Take(4)) from_small += l.candidate_source.find("small") != std::string::npos;
   EXPECT_EQ(from_small, 2);  // the small batch's items come within the first four leases
 }
 
 TEST_F(QueueStoreTest, ResultIsStoredOnceAndLateResultsAreDropped) {
   ASSERT_TRUE(queue_->Enqueue(Batch(1, "a"), 100).ok());
-  auto leases = queue_->Lease(worker_, "H200", 1, 30);
-  ASSERT_TRUE(leases.ok() && leases->size() == 1);
-  v1::EvalResult r;
-  r.set_verdict(v1::VERDICT_OK);
-  r.set_speedup(1.5);
-  auto first = queue_->Complete(leases->front().lease_id, worker_, r);
-  ASSERT_TRUE(first.ok());
-  EXPECT_TRUE(*first);
-  auto again = queue_->Complete(leases->front().lease_id, worker_, r);
+  auto leases = Take(1);
+  ASSERT_EQ(leases.size(), 1u);
+  auto first = Finish(leases.front());
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_TRUE(first->stored);
+  EXPECT_EQ(first->batch_id, Scalar("SELECT batch_id FROM evaluations"));
+  auto again = Finish(leases.front());
   ASSERT_TRUE(again.ok());
-  EXPECT_FALSE(*again);
+  EXPECT_FALSE(again->stored);
+  EXPECT_EQ(again->batch_id, "");
   EXPECT_EQ(Scalar("SELECT verdict || ' ' || speedup || ' ' || ran_on_gpu_type FROM evaluations"),
             "ok 1.5 H200");
   EXPECT_EQ(Scalar("SELECT result->>'verdict' FROM evaluations"), "ok");
@@ -123,9 +144,9 @@ TEST_F(QueueStoreTest, ConcurrentLeasersNeverShareAnItem) {
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
       while (true) {
-        auto l = queue_->Lease(worker_, "H200", 3, 30);
-        if (!l.ok() || l->empty()) return;
-        got[t].insert(got[t].end(), l->begin(), l->end());
+        auto l = queue_->Lease({worker_, "H200", 3, 30});
+        if (!l.ok() || l->grants.empty()) return;
+        got[t].insert(got[t].end(), l->grants.begin(), l->grants.end());
       }
     });
   }
@@ -143,10 +164,9 @@ TEST_F(QueueStoreTest, ConcurrentLeasersNeverShareAnItem) {
 TEST_F(QueueStoreTest, ExpiredLeasesReturnThenStopAfterMaxAttempts) {
   ASSERT_TRUE(queue_->Enqueue(Batch(1, "a"), 100).ok());
   for (int attempt = 1; attempt <= 3; ++attempt) {
-    auto l = queue_->Lease(worker_, "H200", 1, 0.0);  // deadline now: expires at once
-    ASSERT_TRUE(l.ok());
-    ASSERT_EQ(l->size(), 1u) << "attempt " << attempt;
-    EXPECT_EQ(l->front().attempt, attempt);
+    auto l = Take(1, 0.0);  // deadline now: expires at once
+    ASSERT_EQ(l.size(), 1u) << "attempt " << attempt;
+    EXPECT_EQ(l.front().attempt, attempt);
     auto stats = queue_->ReclaimExpired();
     ASSERT_TRUE(stats.ok()) << stats.status();
     EXPECT_EQ(stats->requeued, attempt < 3 ? 1 : 0);
@@ -155,19 +175,127 @@ TEST_F(QueueStoreTest, ExpiredLeasesReturnThenStopAfterMaxAttempts) {
   EXPECT_EQ(Scalar("SELECT state || ' ' || verdict || ' ' || rule FROM evaluations"),
             "done runtime_error worker_lost");
   EXPECT_EQ(Scalar("SELECT count(*) FROM eval_queue"), "0");
-  auto l = queue_->Lease(worker_, "H200", 1, 30);
-  ASSERT_TRUE(l.ok());
-  EXPECT_TRUE(l->empty());
+  EXPECT_TRUE(Take(1).empty());
 }
 
 TEST_F(QueueStoreTest, ReleasedLeaseGoesBackWithoutUsingAnAttempt) {
   ASSERT_TRUE(queue_->Enqueue(Batch(1, "a"), 100).ok());
-  auto l = queue_->Lease(worker_, "H200", 1, 30);
-  ASSERT_TRUE(l.ok() && l->size() == 1);
-  ASSERT_TRUE(queue_->Release(l->front().lease_id, worker_).ok());
-  auto again = queue_->Lease(worker_, "H200", 1, 30);
-  ASSERT_TRUE(again.ok() && again->size() == 1);
-  EXPECT_EQ(again->front().attempt, 1);
+  auto l = Take(1);
+  ASSERT_EQ(l.size(), 1u);
+  auto type = queue_->Release(l.front().lease_id, worker_);
+  ASSERT_TRUE(type.ok()) << type.status();
+  EXPECT_EQ(*type, "H200");
+  auto again = Take(1);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again.front().attempt, 1);
+  auto twice = queue_->Release(l.front().lease_id, worker_);
+  ASSERT_TRUE(twice.ok());
+  EXPECT_EQ(*twice, "");  // that lease is gone
+}
+
+TEST_F(QueueStoreTest, EnqueueMakesOneEvaluationPerCandidateAndTypeInBatchOrder) {
+  BatchSpec b = Batch(3, "a", {"H200", "A100"});
+  b.candidates.push_back(b.candidates.front());  // given twice, evaluated once
+  auto batch = queue_->Enqueue(b, 100);
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  EXPECT_EQ(batch->evaluations, 6);
+  EXPECT_EQ(batch->queued_per_type, (std::map<std::string, int64_t>{{"A100", 3}, {"H200", 3}}));
+  EXPECT_EQ(Scalar("SELECT string_agg(client_ref || ':' || gpu_type || ':' || batch_seq, ' ' "
+                   "ORDER BY evaluation_id) FROM evaluations"),
+            "a0:H200:0 a0:A100:1 a1:H200:2 a1:A100:3 a2:H200:4 a2:A100:5");
+  EXPECT_EQ(Scalar("SELECT count(*) FROM candidates"), "3");
+}
+
+TEST_F(QueueStoreTest, RequeuedEvaluationsKeepTheirFairPosition) {
+  // Batch a's third item is handed back (release) and its second expires (reclaim) after
+  // batch b arrived: they go back behind b's items of a lower position, not to the head.
+  ASSERT_TRUE(queue_->Enqueue(Batch(3, "a"), 100).ok());
+  auto held = Take(3);
+  ASSERT_EQ(Refs(held), (std::vector<std::string>{"a0", "a1", "a2"}));
+  ASSERT_TRUE(queue_->Enqueue(Batch(3, "b"), 100).ok());
+  auto released = queue_->Release(held[2].lease_id, worker_);
+  ASSERT_TRUE(released.ok() && *released == "H200");
+  ASSERT_TRUE(pool_
+                  ->Exec("UPDATE leases SET deadline = now() - interval '1 s' WHERE lease_id = $1",
+                         {held[1].lease_id})
+                  .ok());
+  auto reclaimed = queue_->ReclaimExpired();
+  ASSERT_TRUE(reclaimed.ok()) << reclaimed.status();
+  EXPECT_EQ(reclaimed->requeued_per_type, (std::map<std::string, int64_t>{{"H200", 1}}));
+  EXPECT_EQ(Refs(Take(5)), (std::vector<std::string>{"b0", "a1", "b1", "a2", "b2"}));
+}
+
+TEST_F(QueueStoreTest, CompleteAndLeaseStoresTheResultAndLeasesTheNextInOneStatement) {
+  ASSERT_TRUE(queue_->Enqueue(Batch(3, "a"), 100).ok());
+  auto first = Take(1);
+  ASSERT_EQ(first.size(), 1u);
+  auto done = Finish(first.front(), 5);
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_TRUE(done->stored);
+  EXPECT_EQ(Refs(done->next.grants), (std::vector<std::string>{"a1", "a2"}));
+  EXPECT_EQ(done->next.grants.front().attempt, 1);
+  EXPECT_EQ(Scalar("SELECT count(*) FROM leases"), "2");
+  EXPECT_EQ(Scalar("SELECT count(*) FROM eval_queue"), "0");
+  // A stale result still frees the worker's slot for new work.
+  ASSERT_TRUE(queue_->Enqueue(Batch(1, "b"), 100).ok());
+  auto stale = Finish(first.front(), 1);
+  ASSERT_TRUE(stale.ok());
+  EXPECT_FALSE(stale->stored);
+  EXPECT_EQ(Refs(stale->next.grants), (std::vector<std::string>{"b0"}));
+}
+
+TEST_F(QueueStoreTest, LeaseTakesTheBestOfBothLanesAndReportsWhatItPassedOver) {
+  ASSERT_TRUE(queue_->Enqueue(Batch(1, "any", {"any"}), 100).ok());
+  ASSERT_TRUE(queue_->Enqueue(Batch(2, "own"), 100).ok());
+  auto leased = queue_->Lease({worker_, "H200", 1, 30});
+  ASSERT_TRUE(leased.ok()) << leased.status();
+  EXPECT_EQ(Refs(leased->grants), (std::vector<std::string>{"any0"}));  // queued first
+  EXPECT_EQ(leased->passed_over, (std::map<std::string, int64_t>{{"H200", 1}}));
+  leased = queue_->Lease({worker_, "H200", 5, 30});
+  ASSERT_TRUE(leased.ok());
+  EXPECT_EQ(Refs(leased->grants), (std::vector<std::string>{"own0", "own1"}));
+  EXPECT_TRUE(leased->passed_over.empty());
+}
+
+TEST_F(QueueStoreTest, ResultCursorReturnsEachResultOnceWhenCommitsOvertakeEachOther) {
+  auto batch = queue_->Enqueue(Batch(3, "a"), 100);
+  ASSERT_TRUE(batch.ok());
+  auto held = Take(3);
+  ASSERT_EQ(held.size(), 3u);
+  ResultCursor cursor;
+  auto none = queue_->FinishedSince(batch->batch_id, cursor);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_TRUE(none->empty());
+  // The first result's transaction starts first and commits last.
+  auto slow = PgConnection::Connect(pool_->url());
+  ASSERT_TRUE(slow.ok());
+  ASSERT_TRUE((*slow)->Exec("BEGIN").ok());
+  ASSERT_TRUE((*slow)
+                  ->Exec("UPDATE evaluations SET state = 'done', done_xid = pg_current_xact_id() "
+                         "WHERE evaluation_id = $1",
+                         {std::to_string(held[0].evaluation_id)})
+                  .ok());
+  ASSERT_TRUE(Finish(held[1]).ok());
+  auto ids = [&]() {
+    std::vector<int64_t> out;
+    auto rows = queue_->FinishedSince(batch->batch_id, cursor);
+    EXPECT_TRUE(rows.ok()) << rows.status();
+    if (rows.ok()) {
+      for (const StoredEvaluation& e : *rows) out.push_back(e.evaluation_id);
+    }
+    return out;
+  };
+  EXPECT_EQ(ids(), (std::vector<int64_t>{held[1].evaluation_id}));
+  ASSERT_TRUE((*slow)->Exec("COMMIT").ok());
+  ASSERT_TRUE(Finish(held[2]).ok());
+  EXPECT_EQ(ids(), (std::vector<int64_t>{held[0].evaluation_id, held[2].evaluation_id}));
+  EXPECT_TRUE(ids().empty());
+  EXPECT_EQ(cursor.delivered, 3);
+  // A new cursor (a client re-attaching) starts over.
+  ResultCursor fresh;
+  auto all = queue_->FinishedSince(batch->batch_id, fresh);
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->size(), 3u);
 }
 
 }  // namespace
