@@ -16,6 +16,7 @@
 #include "common/base/log.h"
 #include "common/base/subprocess.h"
 #include "common/result_json.h"
+#include "gpu_worker/eval_server_client.h"
 #include "gpu_worker/gpu_monitor.h"
 #include "gpu_worker/sandbox.h"
 #include "gpu_worker/slot_metrics.h"
@@ -116,6 +117,18 @@ v1::EvalResult RunEvaluation(const WorkerOptions& options, v1::EvalRequest reque
   policy.wall_limit_s = (lim.build_s() > 0 ? lim.build_s() : 120) +
                         (lim.correctness_s() > 0 ? lim.correctness_s() : 120) +
                         (lim.timing_s() > 0 ? lim.timing_s() : 60) + 180 + options.extra_wall_s;
+  // One fork server per slot thread (eval_server_client.h); KFORGE_EVAL_SERVER=off disables it.
+  const char* use_server = std::getenv("KFORGE_EVAL_SERVER");
+  if (!use_server || std::string(use_server) != "off") {
+    thread_local std::unique_ptr<EvalServerClient> server;
+    if (!server) {
+      server = std::make_unique<EvalServerClient>(
+          EvalServerConfig{policy, options.eval_binary, options.cache_dir, ExtraEnv()});
+    }
+    std::string why;
+    if (auto result = server->Evaluate(request, policy.wall_limit_s, &why)) return *result;
+    LogWarning("fork server unavailable, evaluating in a one-shot child", {{"why", why}});
+  }
   SubprocessResult run = RunSandboxed(policy, argv, ExtraEnv(), request.SerializeAsString());
   v1::EvalResult result;
   std::string error;

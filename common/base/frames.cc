@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 
@@ -12,21 +13,31 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+Clock::time_point DeadlineAfter(double timeout_s) {
+  return timeout_s < 0 ? Clock::time_point::max()
+                       : Clock::now() + std::chrono::microseconds(
+                                            static_cast<int64_t>(timeout_s * 1e6));
+}
+
+// Waits until `fd` is ready for `events`; false once the deadline passed.
+bool WaitFor(int fd, short events, Clock::time_point deadline) {
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) return false;
+    struct pollfd pfd = {fd, events, 0};
+    int r = poll(&pfd, 1, static_cast<int>(std::min<int64_t>(left.count(), 60000)));
+    if (r > 0) return true;
+    if (r < 0 && errno != EINTR) return true;  // let the read or write report the error
+  }
+}
+
 // Reads exactly n bytes. Returns the count read before end of input, or -1 on error/timeout.
 ssize_t ReadExactly(int fd, char* p, size_t n, Clock::time_point deadline, bool* timed_out) {
   size_t got = 0;
   while (got < n) {
-    if (deadline != Clock::time_point::max()) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-      if (left.count() <= 0) {
-        *timed_out = true;
-        return -1;
-      }
-      struct pollfd pfd = {fd, POLLIN, 0};
-      int r = poll(&pfd, 1, static_cast<int>(left.count()));
-      if (r < 0 && errno == EINTR) continue;
-      if (r < 0) return -1;
-      if (r == 0) continue;
+    if (deadline != Clock::time_point::max() && !WaitFor(fd, POLLIN, deadline)) {
+      *timed_out = true;
+      return -1;
     }
     ssize_t r = read(fd, p + got, n - got);
     if (r < 0 && errno == EINTR) continue;
@@ -40,9 +51,7 @@ ssize_t ReadExactly(int fd, char* p, size_t n, Clock::time_point deadline, bool*
 }  // namespace
 
 FrameStatus ReadFrame(int fd, std::string* out, double timeout_s) {
-  auto deadline = timeout_s < 0 ? Clock::time_point::max()
-                                : Clock::now() + std::chrono::microseconds(
-                                                     static_cast<int64_t>(timeout_s * 1e6));
+  auto deadline = DeadlineAfter(timeout_s);
   bool timed_out = false;
   unsigned char len[4];
   ssize_t n = ReadExactly(fd, reinterpret_cast<char*>(len), 4, deadline, &timed_out);
@@ -58,7 +67,8 @@ FrameStatus ReadFrame(int fd, std::string* out, double timeout_s) {
   return n == static_cast<ssize_t>(size) ? FrameStatus::kOk : FrameStatus::kBroken;
 }
 
-bool WriteFrame(int fd, const std::string& data) {
+bool WriteFrame(int fd, const std::string& data, double timeout_s) {
+  auto deadline = DeadlineAfter(timeout_s);
   if (data.size() > kMaxFrameBytes) return false;
   uint32_t size = static_cast<uint32_t>(data.size());
   std::string frame = {static_cast<char>(size & 0xff), static_cast<char>((size >> 8) & 0xff),
@@ -70,6 +80,10 @@ bool WriteFrame(int fd, const std::string& data) {
   while (left > 0) {
     ssize_t w = write(fd, p, left);
     if (w < 0 && errno == EINTR) continue;
+    if (w < 0 && errno == EAGAIN) {
+      if (!WaitFor(fd, POLLOUT, deadline)) return false;
+      continue;
+    }
     if (w <= 0) return false;
     p += w;
     left -= static_cast<size_t>(w);

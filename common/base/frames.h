@@ -18,8 +18,9 @@ enum class FrameStatus { kOk, kEnd, kBroken, kTimeout };
 // or an error inside a frame, or a length above kMaxFrameBytes; kTimeout: `timeout_s` (>= 0)
 // passed first (a negative timeout waits for ever).
 FrameStatus ReadFrame(int fd, std::string* out, double timeout_s = -1);
-// False when the descriptor broke (the reader went away).
-bool WriteFrame(int fd, const std::string& data);
+// False when the descriptor broke (the reader went away) or, on a non-blocking descriptor,
+// when `timeout_s` (>= 0) passed before the whole frame was written.
+bool WriteFrame(int fd, const std::string& data, double timeout_s = -1);
 
 }  // namespace kforge
 

@@ -100,10 +100,26 @@ class Evaluation {
     }
     result_.mutable_stages()->set_total_s(
         std::chrono::duration<double>(Clock::now() - ctx_.process_start).count());
+    FlushPythonOutput();
     return result_;
   }
 
  private:
+  // The process leaves with _exit: what the candidate printed must reach the capture pipe
+  // (and the result's output_log) first.
+  void FlushPythonOutput() {
+    if (!Py_IsInitialized()) return;
+    try {
+      py::module_ sys = py::module_::import("sys");
+      for (const char* stream : {"stdout", "stderr"}) {
+        py::object s = sys.attr(stream);
+        if (!s.is_none()) s.attr("flush")();
+      }
+    } catch (const py::error_already_set&) {
+      // A candidate that replaced sys.stdout with something unflushable loses its output.
+    }
+  }
+
   void Enter(Stage s) {
     reporter_.Enter(s);
     result_.set_stage(StageName(s));

@@ -57,6 +57,10 @@ bool OpenChannel(const std::string& fifo_dir, int* in_fd, int* out_fd) {
     // The client opens "requests" for writing first, then "results" for reading.
     *in_fd = open(req.c_str(), O_RDONLY | O_CLOEXEC);
     *out_fd = *in_fd < 0 ? -1 : open(res.c_str(), O_WRONLY | O_CLOEXEC);
+    // Both ends are connected: the names go, so an evaluation cannot open "results" and
+    // write a forged answer.
+    unlink(req.c_str());
+    unlink(res.c_str());
   }
   if (*in_fd < 0 || *out_fd < 0) {
     std::fprintf(stderr, "kforge-eval --serve: cannot open the channel: %s\n", strerror(errno));

@@ -4,11 +4,14 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 namespace kforge::eval {
 namespace {
@@ -91,8 +94,12 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
   fflush(stdout);
   fflush(stderr);
   if (hooks.before) hooks.before();
+  // Not dumpable: an evaluation process of the same uid cannot open /proc/<supervisor>/fd/*
+  // (the result channel) to forge an answer. The evaluation process itself is dumpable again.
+  prctl(PR_SET_DUMPABLE, 0);
   pid_t pid = fork();
   if (pid == 0) {
+    prctl(PR_SET_DUMPABLE, 1);
     setpgid(0, 0);
     close(ctl[0]);
     close(out[0]);
@@ -121,6 +128,8 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
 
   Stage stage = Stage::kLoad;
   auto stage_start = Clock::now();
+  const auto forked_at = stage_start;
+  std::vector<std::pair<Stage, Clock::time_point>> entered = {{stage, stage_start}};
   std::string ctl_buf, output;
   bool output_truncated = false, got_result = false, timed_out = false, flooded = false;
   size_t output_total = 0;
@@ -176,6 +185,7 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
       while (!ctl_buf.empty() && ctl_buf[0] != 'R') {
         stage = static_cast<Stage>(ctl_buf[0]);
         stage_start = Clock::now();
+        entered.emplace_back(stage, stage_start);
         ctl_buf.erase(0, 1);
       }
       if (ctl_buf.size() >= 5 && ctl_buf[0] == 'R') {
@@ -194,6 +204,29 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
     waitpid(pid, &status, 0);
   }
   if (output_truncated) output += "\n[output truncated]";
+  // A result the supervisor decides below replaces the child's; keep the stage durations it
+  // saw from the stage reports (load counts from the fork, so it includes the start-up).
+  v1::StageDurations seen;
+  auto end = Clock::now();
+  for (size_t i = 0; i < entered.size(); ++i) {
+    auto until = i + 1 < entered.size() ? entered[i + 1].second : end;
+    double d = std::chrono::duration<double>(until - entered[i].second).count();
+    switch (entered[i].first) {
+      case Stage::kLoad:
+        seen.set_load_task_s(seen.load_task_s() + d);
+        break;
+      case Stage::kBuild:
+        seen.set_build_s(seen.build_s() + d);
+        break;
+      case Stage::kCorrectness:
+        seen.set_correctness_s(seen.correctness_s() + d);
+        break;
+      case Stage::kTiming:
+        seen.set_timing_s(seen.timing_s() + d);
+        break;
+    }
+  }
+  seen.set_total_s(std::chrono::duration<double>(end - forked_at).count());
   if (flooded) {
     result.Clear();
     result.set_verdict(v1::VERDICT_RUNTIME_ERROR);
@@ -202,6 +235,7 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
                       std::to_string(limits.output_flood_bytes >> 20) +
                       " MiB during stage " + StageName(stage) + "; the process was killed");
     result.set_stage(StageName(stage));
+    *result.mutable_stages() = seen;
   } else if (timed_out) {
     result.Clear();
     result.set_verdict(v1::VERDICT_TIMEOUT);
@@ -210,6 +244,7 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
                   StageName(stage), LimitFor(limits, stage));
     result.set_reason(buf);
     result.set_stage(StageName(stage));
+    *result.mutable_stages() = seen;
   } else if (!got_result) {
     result.Clear();
     result.set_verdict(v1::VERDICT_RUNTIME_ERROR);
@@ -223,6 +258,7 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
     result.set_reason("the evaluation process " + how + " during stage " + StageName(stage) +
                       " without a result");
     result.set_stage(StageName(stage));
+    *result.mutable_stages() = seen;
   }
   result.set_output_log(output);
   return result;
