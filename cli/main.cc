@@ -5,6 +5,9 @@
 //   kforge workers                 list registered workers
 //   kforge eval --task ID|FILE [--gpu T] CANDIDATE...   evaluate, streaming results
 //   kforge results [--task ID] [--gpu T] [--verdict V]  stored evaluations
+//   kforge job submit|watch|get|list|cancel ...     optimization jobs
+//   kforge best --task ID | --job ID                best candidates per GPU type
+//   kforge export rollouts JOB [--out FILE]         (prompt, completion, reward) as JSONL
 //
 // Exit codes: 0 success, 1 the server answered with an error, 2 bad usage or input,
 // 3 the server could not be reached.
@@ -14,13 +17,12 @@
 
 #include "absl/flags/flag.h"
 #include "grpcpp/grpcpp.h"
+#include "cli/cli_common.h"
 #include "common/config.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "kforge/v1/jobs.grpc.pb.h"
 
-ABSL_FLAG(std::string, coordinator, "localhost:50051", "coordinator gRPC address");
 ABSL_FLAG(std::string, name, "", "task name (task add); default: the file name");
-ABSL_FLAG(double, timeout_s, 10, "RPC deadline in seconds");
 ABSL_FLAG(std::string, task, "", "eval: a task id, or a KernelBench file to submit first");
 ABSL_FLAG(std::string, gpu, "any", "eval: comma-separated GPU types to evaluate on");
 ABSL_FLAG(std::string, batch, "", "eval: re-attach to this batch instead of submitting");
@@ -28,12 +30,8 @@ ABSL_FLAG(int, priority, 0, "eval: higher runs first");
 ABSL_FLAG(std::string, verdict, "", "results: only this verdict (ok, incorrect, ...)");
 ABSL_FLAG(int, limit, 50, "results: at most this many rows");
 
-namespace kforge {
+namespace kforge::cli {
 namespace {
-
-constexpr int kExitRpcError = 1;
-constexpr int kExitUsage = 2;
-constexpr int kExitUnreachable = 3;
 
 const char kUsage[] =
     "kforge: client for the kforge service\n"
@@ -43,26 +41,15 @@ const char kUsage[] =
     "  kforge eval --task ID|FILE [--gpu TYPE[,TYPE]] CANDIDATE...\n"
     "  kforge eval --batch BATCH_ID          (re-attach to a batch's results)\n"
     "  kforge results [--task ID] [--gpu TYPE] [--verdict V] [--limit N]\n"
+    "  kforge job submit --task ID|FILE [--gpu TYPE[,TYPE]] [--strategy S] [--params K=V,...]\n"
+    "             [--rounds N] [--max_candidates N] [--max_tokens N] [--max_wall_s S]\n"
+    "             [--target_speedup X] [--seed N] [--dialect D] [--provider P] [--model M]\n"
+    "             [--base_url URL] [--temperature T] [--watch] [SEED_CANDIDATE...]\n"
+    "  kforge job watch|get|cancel JOB_ID\n"
+    "  kforge job list [--task ID] [--limit N]\n"
+    "  kforge best --task ID | --job JOB_ID [--gpu TYPE] [--limit N] [--out DIR]\n"
+    "  kforge export rollouts JOB_ID [--out FILE.jsonl]\n"
     "Flags may also come from the environment (KFORGE_COORDINATOR, ...).";
-
-void SetDeadline(grpc::ClientContext& ctx) {
-  ctx.set_deadline(std::chrono::system_clock::now() +
-                   std::chrono::milliseconds(
-                       static_cast<int64_t>(absl::GetFlag(FLAGS_timeout_s) * 1000)));
-}
-
-int Fail(const grpc::Status& s) {
-  std::fprintf(stderr, "kforge: %s\n", s.error_message().c_str());
-  return s.error_code() == grpc::StatusCode::UNAVAILABLE ||
-                 s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED
-             ? kExitUnreachable
-             : kExitRpcError;
-}
-
-std::unique_ptr<v1::JobService::Stub> JobStub() {
-  return v1::JobService::NewStub(grpc::CreateChannel(absl::GetFlag(FLAGS_coordinator),
-                                                     grpc::InsecureChannelCredentials()));
-}
 
 int Health(const std::string& address) {
   auto stub = grpc::health::v1::Health::NewStub(
@@ -120,40 +107,6 @@ int Workers() {
   return 0;
 }
 
-bool ReadFile(const std::string& path, std::string* out) {
-  std::ifstream in(path);
-  if (!in) return false;
-  std::stringstream buf;
-  buf << in.rdbuf();
-  *out = buf.str();
-  return true;
-}
-
-std::string VerdictWord(v1::Verdict v) {
-  std::string name = v1::Verdict_Name(v);
-  std::string out = name.substr(name.find('_') + 1);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-void PrintHeader() {
-  std::printf("%-8s %-40s %-10s %-14s %9s %11s %11s  %s\n", "#", "CANDIDATE", "GPU", "VERDICT",
-              "SPEEDUP", "REF_MS", "CAND_MS", "REASON");
-}
-
-void PrintRecord(const v1::EvaluationRecord& rec, const std::string& position) {
-  const v1::EvalResult& r = rec.result();
-  std::string ref = rec.client_ref().empty() ? rec.candidate_id().substr(0, 12) : rec.client_ref();
-  if (ref.size() > 40) ref = "..." + ref.substr(ref.size() - 37);
-  std::string reason = r.reason().substr(0, 100);
-  for (char& c : reason) c = c == '\n' ? ' ' : c;
-  std::printf("%-8s %-40s %-10s %-14s %9s %11.4f %11.4f  %s\n", position.c_str(), ref.c_str(),
-              rec.gpu_type().c_str(), VerdictWord(r.verdict()).c_str(),
-              r.has_speedup() ? std::to_string(r.speedup()).substr(0, 7).c_str() : "-",
-              r.reference().median_ms(), r.candidate().median_ms(), reason.c_str());
-  std::fflush(stdout);
-}
-
 int Results() {
   v1::ResultsQuery q;
   q.set_task_id(absl::GetFlag(FLAGS_task));
@@ -192,19 +145,10 @@ int Eval(const std::vector<std::string>& candidates) {
       std::fprintf(stderr, "kforge eval: --task and at least one candidate file are needed\n");
       return kExitUsage;
     }
-    std::string source;
-    if (ReadFile(task, &source)) {  // a file: submit it, use its id
-      v1::SubmitTaskRequest sub;
-      std::string name = task.substr(task.find_last_of('/') + 1);
-      sub.set_name(name.size() > 3 ? name.substr(0, name.size() - 3) : name);
-      sub.set_source(source);
-      grpc::ClientContext ctx;
-      SetDeadline(ctx);
-      v1::SubmitTaskResponse resp;
-      grpc::Status s = JobStub()->SubmitTask(&ctx, sub, &resp);
-      if (!s.ok()) return Fail(s);
-      task = resp.task_id();
-    }
+    int code = 0;
+    std::optional<std::string> task_id = ResolveTask(task, &code);
+    if (!task_id) return code;
+    task = *task_id;
     req.set_task_id(task);
     for (const std::string& path : candidates) {
       v1::CandidateSpec* c = req.add_candidates();
@@ -214,11 +158,7 @@ int Eval(const std::vector<std::string>& candidates) {
       }
       c->set_client_ref(path);
     }
-    std::stringstream types(absl::GetFlag(FLAGS_gpu));
-    std::string t;
-    while (std::getline(types, t, ',')) {
-      if (!t.empty()) req.add_gpu_types(t);
-    }
+    for (const std::string& t : SplitList(absl::GetFlag(FLAGS_gpu))) req.add_gpu_types(t);
     req.set_priority(static_cast<uint32_t>(absl::GetFlag(FLAGS_priority)));
   }
   grpc::ClientContext ctx;  // no deadline: a batch takes as long as its evaluations
@@ -260,13 +200,18 @@ int Main(const std::vector<std::string>& args) {
   if (cmd == "workers" && args.size() == 2) return Workers();
   if (cmd == "eval") return Eval({args.begin() + 2, args.end()});
   if (cmd == "results" && args.size() == 2) return Results();
+  if (cmd == "job") return JobCommand({args.begin() + 2, args.end()});
+  if (cmd == "best" && args.size() == 2) return Best();
+  if (cmd == "export" && args.size() >= 3 && args[2] == "rollouts") {
+    return ExportRollouts({args.begin() + 3, args.end()});
+  }
   return usage();
 }
 
 }  // namespace
-}  // namespace kforge
+}  // namespace kforge::cli
 
 int main(int argc, char** argv) {
-  auto args = kforge::InitFromFlagsAndEnv(argc, argv, "cli", kforge::kUsage);
-  return kforge::Main(args);
+  auto args = kforge::InitFromFlagsAndEnv(argc, argv, "cli", kforge::cli::kUsage);
+  return kforge::cli::Main(args);
 }

@@ -59,6 +59,15 @@ const char* VerdictName(v1::Verdict v) {
   }
 }
 
+v1::Verdict VerdictFromName(const std::string& name) {
+  for (int v = v1::VERDICT_OK; v <= v1::VERDICT_REJECTED; ++v) {
+    if (v1::Verdict_IsValid(v) && name == VerdictName(static_cast<v1::Verdict>(v))) {
+      return static_cast<v1::Verdict>(v);
+    }
+  }
+  return v1::VERDICT_UNSPECIFIED;
+}
+
 std::string ResultToJson(const v1::EvalResult& result) {
   google::protobuf::util::JsonPrintOptions opts;
   opts.always_print_primitive_fields = true;

@@ -18,6 +18,8 @@ bool ResultFromJson(const std::string& json, v1::EvalResult* result, std::string
 
 // "ok", "compile_error", ... ; and back.
 const char* VerdictName(v1::Verdict v);
+// The inverse of VerdictName; VERDICT_UNSPECIFIED for an unknown name.
+v1::Verdict VerdictFromName(const std::string& name);
 
 }  // namespace kforge
 

@@ -62,8 +62,6 @@ grpc::Status Invalid(const std::string& why) {
 
 }  // namespace
 
-namespace {
-
 // Fills `rec` from a stored row.
 void ToRecord(const StoredEvaluation& e, v1::EvaluationRecord* rec) {
   rec->set_evaluation_id(std::to_string(e.evaluation_id));
@@ -80,8 +78,6 @@ void ToRecord(const StoredEvaluation& e, v1::EvaluationRecord* rec) {
     rec->mutable_result()->set_reason("stored result unreadable: " + error);
   }
 }
-
-}  // namespace
 
 grpc::Status JobServiceImpl::QueryResults(grpc::ServerContext*, const v1::ResultsQuery* req,
                                           v1::ResultsResponse* resp) {

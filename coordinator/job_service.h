@@ -5,6 +5,7 @@
 #ifndef KFORGE_COORDINATOR_JOB_SERVICE_H_
 #define KFORGE_COORDINATOR_JOB_SERVICE_H_
 
+#include "coordinator/job_store.h"
 #include "coordinator/notifier.h"
 #include "coordinator/pg_store.h"
 #include "coordinator/queue_store.h"
@@ -20,8 +21,10 @@ class JobServiceImpl final : public v1::JobService::Service {
     size_t max_candidate_bytes = 1 << 20;
     double poll_interval_s = 0.1;
   };
-  JobServiceImpl(PgStore& store, QueueStore& queue, Notifier& notifier, Limits limits)
-      : store_(store), queue_(queue), notifier_(notifier), limits_(limits) {}
+  // `jobs` null: the optimization-job RPCs answer UNIMPLEMENTED.
+  JobServiceImpl(PgStore& store, QueueStore& queue, Notifier& notifier, Limits limits,
+                 JobStore* jobs = nullptr)
+      : store_(store), queue_(queue), notifier_(notifier), limits_(limits), jobs_(jobs) {}
 
   grpc::Status SubmitTask(grpc::ServerContext* ctx, const v1::SubmitTaskRequest* req,
                           v1::SubmitTaskResponse* resp) override;
@@ -36,12 +39,36 @@ class JobServiceImpl final : public v1::JobService::Service {
   grpc::Status EvaluateBatch(grpc::ServerContext* ctx, const v1::EvaluateBatchRequest* req,
                              grpc::ServerWriter<v1::EvaluationRecord>* writer) override;
 
+  // Optimization jobs (job_rpcs.cc). The coordinator's JobRunner runs them; these only read
+  // and write PostgreSQL, so any coordinator can answer for any job.
+  grpc::Status SubmitJob(grpc::ServerContext* ctx, const v1::SubmitJobRequest* req,
+                         v1::SubmitJobResponse* resp) override;
+  grpc::Status GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req,
+                      v1::Job* resp) override;
+  grpc::Status ListJobs(grpc::ServerContext* ctx, const v1::ListJobsRequest* req,
+                        v1::ListJobsResponse* resp) override;
+  grpc::Status CancelJob(grpc::ServerContext* ctx, const v1::CancelJobRequest* req,
+                         v1::CancelJobResponse* resp) override;
+  // Replays the job's events from the start, then follows it until it ends.
+  grpc::Status WatchJob(grpc::ServerContext* ctx, const v1::WatchJobRequest* req,
+                        grpc::ServerWriter<v1::JobEvent>* writer) override;
+  grpc::Status GetBestCandidates(grpc::ServerContext* ctx, const v1::BestCandidatesRequest* req,
+                                 v1::BestCandidatesResponse* resp) override;
+  grpc::Status ExportRollouts(grpc::ServerContext* ctx, const v1::ExportRolloutsRequest* req,
+                              grpc::ServerWriter<v1::Rollout>* writer) override;
+
  private:
+  grpc::Status FillJob(const JobRow& row, v1::Job* out);
+
   PgStore& store_;
   QueueStore& queue_;
   Notifier& notifier_;
   const Limits limits_;
+  JobStore* const jobs_;
 };
+
+// A stored evaluation as the API returns it.
+void ToRecord(const StoredEvaluation& e, v1::EvaluationRecord* rec);
 
 }  // namespace kforge
 

@@ -7,7 +7,11 @@
 #include "common/config.h"
 #include "common/pg.h"
 #include "common/service.h"
+#include "coordinator/job_runner.h"
 #include "coordinator/job_service.h"
+#include "coordinator/job_store.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
 #include "coordinator/notifier.h"
 #include "coordinator/pg_store.h"
 #include "coordinator/queue_store.h"
@@ -25,6 +29,9 @@ ABSL_FLAG(int, db_pool_size, 16, "PostgreSQL connections");
 ABSL_FLAG(double, lease_timeout_s, 15, "a lease not heartbeated for this long is reclaimed");
 ABSL_FLAG(double, heartbeat_interval_s, 2, "how often workers heartbeat");
 ABSL_FLAG(int64_t, max_queue_depth, 100000, "EvaluateBatch answers RESOURCE_EXHAUSTED past this");
+ABSL_FLAG(std::string, gateway_address, "127.0.0.1:50053",
+          "the LLM gateway (kforge-gateway) that optimization jobs ask for candidates");
+ABSL_FLAG(int, max_running_jobs, 16, "optimization jobs this coordinator runs at once");
 
 namespace kforge {
 namespace {
@@ -67,7 +74,8 @@ int Run() {
                     .ready_file = absl::GetFlag(FLAGS_ready_file)});
   JobServiceImpl::Limits limits;
   limits.max_queue_depth = absl::GetFlag(FLAGS_max_queue_depth);
-  JobServiceImpl jobs(store, queue, notifier, limits);
+  JobStore job_store(pool);
+  JobServiceImpl jobs(store, queue, notifier, limits, &job_store);
   WorkerTimings timings;
   timings.lease_timeout_s = absl::GetFlag(FLAGS_lease_timeout_s);
   timings.heartbeat_interval_s = absl::GetFlag(FLAGS_heartbeat_interval_s);
@@ -79,8 +87,17 @@ int Run() {
     return 1;
   }
   Reaper reaper(queue, notifier, host.metrics().registry(), /*interval_s=*/1.0);
+  JobRunner::Options runner_options;
+  runner_options.max_running_jobs = absl::GetFlag(FLAGS_max_running_jobs);
+  runner_options.max_queue_depth = limits.max_queue_depth;
+  JobRunner runner(pool, job_store, queue, notifier,
+                   grpc::CreateChannel(absl::GetFlag(FLAGS_gateway_address),
+                                       grpc::InsecureChannelCredentials()),
+                   runner_options);
+  runner.Start();
   int sig = WaitForTerminationSignal();
   LogInfo("shutting down", {{"signal", std::to_string(sig)}});
+  runner.Stop();  // running jobs stay 'running' and resume at the next start
   reaper.Stop();
   host.Shutdown();
   return 0;

@@ -7,6 +7,8 @@ ALTER TABLE jobs ADD COLUMN started_at timestamptz;
 -- One step of one round: an LLM call (kind 'generate' or 'ideas') or a queued evaluation batch
 -- (kind 'evaluate'). `payload` holds what the step returned: the completions with their
 -- prompts, analyses, parse errors and candidate ids; the ideas; or the batch id.
+ALTER TABLE job_candidates ADD COLUMN idea text;  -- idea branching: the idea it implements
+
 CREATE TABLE job_steps (
   job_id      uuid NOT NULL REFERENCES jobs ON DELETE CASCADE,
   round       integer NOT NULL,

@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # The demo: on a fresh machine, installs and builds what is missing, starts a local
-# PostgreSQL cluster, the coordinator, the gateway and a worker (one slot per GPU when there
-# are GPUs, two CPU slots otherwise), evaluates the example candidates of every example task
-# through the real distributed path, prints a results table from PostgreSQL, stops the
-# services cleanly and leaves the database running and queryable.
+# PostgreSQL cluster, the coordinator, the LLM gateway and a worker (one slot per GPU when
+# there are GPUs, two CPU slots otherwise), evaluates a handful of example candidates (good,
+# wrong, crashing, broken) through the real distributed path, then runs an optimization job
+# on every example task with the offline proposer (no LLM needed), prints a results table
+# from PostgreSQL, stops the services cleanly and leaves the database running and queryable.
+#
+# With an LLM provider: KFORGE_DEMO_LLM="--provider=openai --model=gpt-4o" (the key in
+# OPENAI_API_KEY; --base_url for vLLM/SGLang) or "--provider=anthropic --model=..."
+# (ANTHROPIC_API_KEY); the gateway reads the keys from its environment.
 #
 #   scripts/demo.sh          run it
 #   scripts/demo.sh stop     stop the demo's PostgreSQL afterwards
@@ -69,11 +74,15 @@ start() {
 }
 port_of() { sed -E 's/.*"grpc_port":([0-9]+).*/\1/' "$DEMO/$1.ready"; }
 
+# The gateway's port is chosen first: the coordinator (which applies the migrations the
+# gateway waits for) must know where to find it.
+GW_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 start coordinator "$BIN/coordinator/kforge-coordinator" --database_url="$DB_URL" \
-  --grpc_address=127.0.0.1:0 --metrics_address=127.0.0.1:0
+  --grpc_address=127.0.0.1:0 --metrics_address=127.0.0.1:0 \
+  --gateway_address="127.0.0.1:$GW_PORT"
 COORD=127.0.0.1:$(port_of coordinator)
-start gateway "$BIN/llm_gateway/kforge-gateway" --grpc_address=127.0.0.1:0 \
-  --metrics_address=127.0.0.1:0
+start gateway "$BIN/llm_gateway/kforge-gateway" --database_url="$DB_URL" \
+  --grpc_address="127.0.0.1:$GW_PORT" --metrics_address=127.0.0.1:0
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
   WORKER_FLAGS=(--device=cuda)
   echo "demo: GPUs found: $(nvidia-smi -L | wc -l); one worker slot per GPU"
@@ -90,43 +99,63 @@ for svc in coordinator gateway worker; do
 done
 "${KF[@]}" workers
 
-# Every example task with its candidates (KernelBench tasks too when a GPU and the task
-# files are there).
+# 1. The evaluator on its own: one batch of hand-written candidates, good and bad.
+echo
+echo "demo: evaluating example candidates for tiny_relu (one correct, one wrong, one that"
+echo "      raises, one that does not compile, one that crashes)"
+C=$REPO/examples/candidates/tiny_relu
+"${KF[@]}" eval --task="$REPO/examples/tasks/tiny/tiny_relu.py" --gpu=any \
+  "$C/correct.py" "$C/wrong.py" "$C/raises.py" "$C/syntax_error.py" "$C/crashes.py" || true
+
+# 2. Optimization jobs: every example task, seeded with the example candidates that declare
+# tuning knobs. Without a GPU the host-only (kernelbench) seeds are used; with GPUs the nvrtc
+# kernels, and the KernelBench tasks that have example kernels too.
 declare -A TASKS=(
   [tiny_relu]=$REPO/examples/tasks/tiny/tiny_relu.py
   [tiny_add_scale]=$REPO/examples/tasks/tiny/tiny_add_scale.py
   [tiny_linear]=$REPO/examples/tasks/tiny/tiny_linear.py
 )
 KB=${KFORGE_KERNELBENCH:-$REPO/../shared/kernelbench}
-if [[ ${WORKER_FLAGS[0]} == --device=cuda && -d $KB/level1 ]]; then
-  TASKS+=([19_ReLU]=$KB/level1/19_ReLU.py [23_Softmax]=$KB/level1/23_Softmax.py
-          [40_LayerNorm]=$KB/level1/40_LayerNorm.py
-          [76_Gemm_Add_ReLU]=$KB/level2/76_Gemm_Add_ReLU.py
-          [1_Conv2D_ReLU_BiasAdd]=$KB/level2/1_Conv2D_ReLU_BiasAdd.py)
+if [[ ${WORKER_FLAGS[0]} == --device=cuda ]]; then
+  SEED_GLOB="nvrtc_*.py"; DIALECT=nvrtc
+  if [[ -d $KB/level1 ]]; then
+    TASKS+=([19_ReLU]=$KB/level1/19_ReLU.py [23_Softmax]=$KB/level1/23_Softmax.py
+            [40_LayerNorm]=$KB/level1/40_LayerNorm.py
+            [76_Gemm_Add_ReLU]=$KB/level2/76_Gemm_Add_ReLU.py)
+  fi
+else
+  SEED_GLOB="torch_*.py"; DIALECT=kernelbench
 fi
-for name in "${!TASKS[@]}"; do
-  mapfile -t cands < <(ls "$REPO/examples/candidates/$name"/*.py | grep -v -e hangs -e kernelbench_)
+read -r -a LLM_FLAGS <<< "${KFORGE_DEMO_LLM:-}"
+for name in $(printf '%s\n' "${!TASKS[@]}" | sort); do
+  mapfile -t seeds < <(grep -l "kforge: tunable" "$REPO/examples/candidates/$name"/$SEED_GLOB 2>/dev/null || true)
+  [[ ${#seeds[@]} -gt 0 ]] || continue
   echo
-  echo "demo: evaluating ${#cands[@]} candidates for $name"
-  "${KF[@]}" eval --task="${TASKS[$name]}" --gpu=any "${cands[@]}"
+  echo "demo: optimization job for $name (contrastive search, 3 rounds, seeds: ${seeds[*]##*/})"
+  "${KF[@]}" job submit --task="${TASKS[$name]}" --gpu=any --strategy=contrastive --rounds=3 \
+    --seed=1 --dialect="$DIALECT" "${LLM_FLAGS[@]}" --watch "${seeds[@]}" || true
 done
 
 echo
-echo "demo: results (best correct candidate per task and GPU type, from PostgreSQL)"
+echo "demo: results (per job: the best correct candidate per GPU type, from PostgreSQL)"
 psql -h 127.0.0.1 -p "$PGPORT" -U postgres kforge -P pager=off -c "
-SELECT t.name AS task, e.ran_on_gpu_type AS gpu,
-       round(b.ref_median_ms::numeric, 4) AS reference_ms,
-       round(b.cand_median_ms::numeric, 4) AS best_ms,
-       round(b.speedup::numeric, 3) AS speedup,
-       count(*) AS evaluated,
+SELECT t.name AS task, e.ran_on_gpu_type AS gpu, j.state AS job,
+       round((array_agg(e.ref_median_ms ORDER BY e.speedup DESC NULLS LAST))[1]::numeric, 4)
+         AS reference_ms,
+       round((array_agg(e.cand_median_ms ORDER BY e.speedup DESC NULLS LAST))[1]::numeric, 4)
+         AS best_ms,
+       round(max(e.speedup)::numeric, 3) AS speedup,
+       count(*) AS candidates_evaluated,
        count(*) FILTER (WHERE e.verdict = 'ok') AS correct
-FROM evaluations e JOIN tasks t USING (task_id)
-LEFT JOIN best_per_task_gpu b ON b.task_id = e.task_id AND b.gpu_type = e.ran_on_gpu_type
-GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2;"
+FROM jobs j JOIN tasks t USING (task_id) JOIN evaluations e ON e.job_id = j.job_id
+WHERE e.state = 'done'
+GROUP BY j.job_id, t.name, e.ran_on_gpu_type, j.state, j.created_at
+ORDER BY j.created_at, 1, 2;"
 
 stop_services
 trap - EXIT
 echo
 echo "demo: services stopped; PostgreSQL keeps running with the results:"
 echo "  psql -h 127.0.0.1 -p $PGPORT -U postgres kforge -c 'SELECT * FROM leaderboard'"
+echo "  psql -h 127.0.0.1 -p $PGPORT -U postgres kforge -c 'SELECT * FROM job_trajectory'"
 echo "  scripts/demo.sh stop    # stops it"

@@ -19,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "kforge/v1/jobs.grpc.pb.h"
 #include "tests/loopback.h"
+#include "tests/cluster.h"
 #include "tests/pg_harness.h"
 #include "tests/service_process.h"
 
@@ -30,97 +31,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string Source(const std::string& relative) {
-  const char* root = std::getenv("KFORGE_SOURCE_DIR");
-  std::ifstream in(std::string(root ? root : ".") + "/" + relative);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // A variant of the slow candidate with its own content hash.
 std::string SlowCandidate(int i) {
   return Source("tests/distributed/slow_relu.py") + "\n# variant " + std::to_string(i) + "\n";
 }
-
-class Cluster {
- public:
-  explicit Cluster(const std::string& db) {
-    auto url = PgTestEnvironment::server().CreateDatabase(db);
-    EXPECT_TRUE(url.ok()) << url.status();
-    url_ = url.ok() ? *url : "";
-    auto port = UnusedLoopbackPort();
-    EXPECT_TRUE(port.ok());
-    address_ = absl::StrCat("127.0.0.1:", port.ok() ? *port : 0);
-    StartCoordinator();
-  }
-
-  void StartCoordinator() {
-    auto c = ServiceProcess::Start(BuiltBinary("coordinator/kforge-coordinator"),
-                                   {"--database_url=" + url_, "--grpc_address=" + address_,
-                                    "--lease_timeout_s=3", "--heartbeat_interval_s=0.5",
-                                    "--db_pool_size=6"});
-    ASSERT_TRUE(c.ok()) << c.status();
-    coordinator_ = std::move(c).value();
-  }
-  void KillCoordinator() { coordinator_->Kill(); }
-
-  ServiceProcess* StartWorker(const std::string& gpu_type) {
-    auto w = ServiceProcess::Start(BuiltBinary("gpu_worker/kforge-worker"),
-                                   {"--coordinator=" + address_, "--gpu_type=" + gpu_type,
-                                    "--device=cpu", "--slots=1",
-                                    "--cache_dir=/tmp/kforge-test-cache"});
-    EXPECT_TRUE(w.ok()) << w.status();
-    if (!w.ok()) return nullptr;
-    workers_.push_back(std::move(w).value());
-    return workers_.back().get();
-  }
-
-  std::unique_ptr<v1::JobService::Stub> Stub() {
-    return v1::JobService::NewStub(
-        grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()));
-  }
-
-  std::string SubmitTask(const std::string& relative) {
-    v1::SubmitTaskRequest req;
-    req.set_name(relative);
-    req.set_source(Source(relative));
-    v1::SubmitTaskResponse resp;
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
-    grpc::Status s = Stub()->SubmitTask(&ctx, req, &resp);
-    EXPECT_TRUE(s.ok()) << s.error_message();
-    return resp.task_id();
-  }
-
-  // SELECT helper on the cluster's database.
-  PgResult Query(const std::string& sql) {
-    auto conn = PgConnection::Connect(url_);
-    EXPECT_TRUE(conn.ok()) << conn.status();
-    auto r = (*conn)->Exec(sql);
-    EXPECT_TRUE(r.ok()) << r.status();
-    return std::move(r).value();
-  }
-
-  // Waits (bounded) until `sql` returns a first cell equal to `want`.
-  bool WaitFor(const std::string& sql, const std::string& want, double limit_s = 60) {
-    auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<int>(limit_s * 1000));
-    while (Clock::now() < deadline) {
-      auto conn = PgConnection::Connect(url_);
-      if (conn.ok()) {
-        auto r = (*conn)->Exec(sql);
-        if (r.ok() && r->rows() > 0 && r->Get(0, 0) == want) return true;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return false;
-  }
-
- private:
-  std::string url_, address_;
-  std::unique_ptr<ServiceProcess> coordinator_;
-  std::vector<std::unique_ptr<ServiceProcess>> workers_;
-};
 
 // Reads a whole EvaluateBatch stream. `batch_id` gets the id from the initial metadata.
 grpc::Status ReadBatch(v1::JobService::Stub& stub, const v1::EvaluateBatchRequest& req,

@@ -23,10 +23,10 @@ struct Member {
   std::string candidate_id;  // sha256 of the source
   std::string source;
   std::string dialect;
-  int round = 0;                     // 0: a seed candidate
-  std::vector<std::string> parents;  // candidate ids of the exemplars that produced it
-  std::string analysis;              // the model's performance analysis and design
-  std::string idea;                  // idea branching: the idea it implements
+  int round = 0;                        // 0: a seed candidate
+  std::vector<std::string> parents;     // candidate ids of the exemplars that produced it
+  std::string analysis;                 // the model's performance analysis and design
+  std::string idea;                     // idea branching: the idea it implements
   std::map<std::string, Score> scores;  // requested GPU type -> outcome
 
   bool EvaluatedOn(const std::vector<std::string>& gpu_types) const;

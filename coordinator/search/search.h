@@ -133,8 +133,7 @@ absl::StatusOr<std::unique_ptr<Strategy>> MakeStrategy(const JobSpec& spec);
 // What a strategy sees during one round.
 class Round {
  public:
-  Round(int number, const JobSpec& spec, SearchEnv& env, Population& population,
-        SearchState& state)
+  Round(int number, const JobSpec& spec, SearchEnv& env, Population& population, SearchState& state)
       : number_(number), spec_(spec), env_(env), population_(population), state_(state) {}
 
   int number() const { return number_; }
@@ -176,7 +175,8 @@ class Search {
 
   // Returns the stop reason ("max_rounds", "target_speedup", ...); an error when the env or a
   // strategy failed (the job fails with it).
-  absl::StatusOr<std::string> Run(const std::function<absl::Status(const SearchState&)>& checkpoint);
+  absl::StatusOr<std::string> Run(
+      const std::function<absl::Status(const SearchState&)>& checkpoint);
   // The stop rule that applies now, "" when the search may go on.
   std::string StopReason();
 

@@ -1,9 +1,10 @@
+#include "coordinator/search/search.h"
+
 #include <map>
 #include <set>
 
 #include "common/base/sha256.h"
 #include "coordinator/search/reward.h"
-#include "coordinator/search/search.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -372,7 +373,7 @@ TEST(RewardTest, NormalisedWithRollingStatisticsAndClipped) {
   EXPECT_EQ(RawReward("ok", 2.5), 2.5);
   EXPECT_EQ(RawReward("incorrect", std::nullopt), 0);
   RewardNormalizer norm(4, 1.5);
-  EXPECT_EQ(norm.Add(1.0), 0);          // no spread yet
+  EXPECT_EQ(norm.Add(1.0), 0);           // no spread yet
   EXPECT_DOUBLE_EQ(norm.Add(3.0), 1.0);  // mean 2, sd 1
   norm.Add(1.0);
   norm.Add(3.0);

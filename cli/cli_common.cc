@@ -1,0 +1,96 @@
+#include "cli/cli_common.h"
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "absl/flags/flag.h"
+#include "grpcpp/grpcpp.h"
+
+ABSL_FLAG(std::string, coordinator, "localhost:50051", "coordinator gRPC address");
+ABSL_FLAG(double, timeout_s, 10, "RPC deadline in seconds");
+
+namespace kforge::cli {
+
+void SetDeadline(grpc::ClientContext& ctx) {
+  ctx.set_deadline(
+      std::chrono::system_clock::now() +
+      std::chrono::milliseconds(static_cast<int64_t>(absl::GetFlag(FLAGS_timeout_s) * 1000)));
+}
+
+int Fail(const grpc::Status& s) {
+  std::fprintf(stderr, "kforge: %s\n", s.error_message().c_str());
+  return s.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                 s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED
+             ? kExitUnreachable
+             : kExitRpcError;
+}
+
+std::unique_ptr<v1::JobService::Stub> JobStub() {
+  return v1::JobService::NewStub(
+      grpc::CreateChannel(absl::GetFlag(FLAGS_coordinator), grpc::InsecureChannelCredentials()));
+}
+
+bool ReadFile(const std::string& path, std::string* out) {
+  std::ifstream in(path);
+  if (!in) return false;
+  std::stringstream buf;
+  buf << in.rdbuf();
+  *out = buf.str();
+  return true;
+}
+
+std::string VerdictWord(v1::Verdict v) {
+  std::string name = v1::Verdict_Name(v);
+  std::string out = name.substr(name.find('_') + 1);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+void PrintHeader() {
+  std::printf("%-8s %-40s %-10s %-14s %9s %11s %11s  %s\n", "#", "CANDIDATE", "GPU", "VERDICT",
+              "SPEEDUP", "REF_MS", "CAND_MS", "REASON");
+}
+
+void PrintRecord(const v1::EvaluationRecord& rec, const std::string& position) {
+  const v1::EvalResult& r = rec.result();
+  std::string ref = rec.client_ref().empty() ? rec.candidate_id().substr(0, 12) : rec.client_ref();
+  if (ref.size() > 40) ref = "..." + ref.substr(ref.size() - 37);
+  std::string reason = r.reason().substr(0, 100);
+  for (char& c : reason) c = c == '\n' ? ' ' : c;
+  std::printf("%-8s %-40s %-10s %-14s %9s %11.4f %11.4f  %s\n", position.c_str(), ref.c_str(),
+              rec.gpu_type().c_str(), VerdictWord(r.verdict()).c_str(),
+              r.has_speedup() ? std::to_string(r.speedup()).substr(0, 7).c_str() : "-",
+              r.reference().median_ms(), r.candidate().median_ms(), reason.c_str());
+  std::fflush(stdout);
+}
+
+std::optional<std::string> ResolveTask(const std::string& task, int* exit_code) {
+  std::string source;
+  if (!ReadFile(task, &source)) return task;  // not a file: a task id
+  v1::SubmitTaskRequest sub;
+  std::string name = task.substr(task.find_last_of('/') + 1);
+  sub.set_name(name.size() > 3 ? name.substr(0, name.size() - 3) : name);
+  sub.set_source(source);
+  grpc::ClientContext ctx;
+  SetDeadline(ctx);
+  v1::SubmitTaskResponse resp;
+  grpc::Status s = JobStub()->SubmitTask(&ctx, sub, &resp);
+  if (!s.ok()) {
+    *exit_code = Fail(s);
+    return std::nullopt;
+  }
+  return resp.task_id();
+}
+
+std::vector<std::string> SplitList(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+}  // namespace kforge::cli

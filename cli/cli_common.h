@@ -1,0 +1,47 @@
+// What the kforge commands share: exit codes, the coordinator stub, deadlines, error
+// reporting, reading files, printing evaluation records.
+#ifndef KFORGE_CLI_CLI_COMMON_H_
+#define KFORGE_CLI_CLI_COMMON_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/flags/declare.h"
+#include "grpcpp/client_context.h"
+#include "kforge/v1/jobs.grpc.pb.h"
+
+ABSL_DECLARE_FLAG(std::string, coordinator);
+ABSL_DECLARE_FLAG(double, timeout_s);
+
+namespace kforge::cli {
+
+// Exit codes: 0 success, 1 the server answered with an error, 2 bad usage or input,
+// 3 the server could not be reached.
+constexpr int kExitRpcError = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitUnreachable = 3;
+
+void SetDeadline(grpc::ClientContext& ctx);
+// Prints the error; returns the exit code for it.
+int Fail(const grpc::Status& s);
+std::unique_ptr<v1::JobService::Stub> JobStub();
+bool ReadFile(const std::string& path, std::string* out);
+// A task id, or the path of a KernelBench file, which is submitted and its id returned.
+// nullopt (with *exit_code set) when the submission failed.
+std::optional<std::string> ResolveTask(const std::string& task, int* exit_code);
+// "a,b,,c" -> {"a", "b", "c"}
+std::vector<std::string> SplitList(const std::string& text);
+std::string VerdictWord(v1::Verdict v);
+void PrintHeader();
+void PrintRecord(const v1::EvaluationRecord& rec, const std::string& position);
+
+// kforge job ..., kforge best, kforge export rollouts (jobs.cc)
+int JobCommand(const std::vector<std::string>& args);
+int Best();
+int ExportRollouts(const std::vector<std::string>& args);
+
+}  // namespace kforge::cli
+
+#endif  // KFORGE_CLI_CLI_COMMON_H_

@@ -1,0 +1,48 @@
+// A kforge cluster for integration tests: a database on the test PostgreSQL server, the
+// coordinator, optionally the LLM gateway (offline proposer), and CPU-mode workers, all real
+// processes on loopback.
+//
+// Thread-safety: used by one test thread.
+#ifndef KFORGE_TESTS_CLUSTER_H_
+#define KFORGE_TESTS_CLUSTER_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/pg.h"
+#include "kforge/v1/jobs.grpc.pb.h"
+#include "tests/service_process.h"
+
+namespace kforge {
+
+// The contents of $KFORGE_SOURCE_DIR/<relative>.
+std::string Source(const std::string& relative);
+
+class Cluster {
+ public:
+  // Creates database `db` and starts the coordinator; with `gateway`, also kforge-gateway
+  // (started after the coordinator has applied the migrations) for optimization jobs.
+  explicit Cluster(const std::string& db, bool gateway = false);
+
+  void StartCoordinator();
+  void KillCoordinator() { coordinator_->Kill(); }
+  ServiceProcess* coordinator() { return coordinator_.get(); }
+  ServiceProcess* StartWorker(const std::string& gpu_type, int slots = 1);
+  std::unique_ptr<v1::JobService::Stub> Stub();
+  std::string SubmitTask(const std::string& relative);
+  // SELECT helper on the cluster's database.
+  PgResult Query(const std::string& sql);
+  // Waits (bounded) until `sql` returns a first cell equal to `want`.
+  bool WaitFor(const std::string& sql, const std::string& want, double limit_s = 60);
+
+ private:
+  std::string url_, address_, gateway_address_;
+  std::unique_ptr<ServiceProcess> coordinator_;
+  std::unique_ptr<ServiceProcess> gateway_;
+  std::vector<std::unique_ptr<ServiceProcess>> workers_;
+};
+
+}  // namespace kforge
+
+#endif  // KFORGE_TESTS_CLUSTER_H_

@@ -1,0 +1,289 @@
+// Optimization jobs end to end, as users run them: a real PostgreSQL, the coordinator, the
+// gateway with its offline proposer, CPU-mode workers running kforge-eval in the sandbox, all
+// real processes on loopback. The seed candidates are the examples' host-only candidates with
+// tuning knobs, so the whole loop runs without a GPU or an LLM.
+#include <chrono>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "kforge/v1/jobs.grpc.pb.h"
+#include "tests/cluster.h"
+#include "tests/pg_harness.h"
+
+namespace kforge {
+namespace {
+
+::testing::Environment* const kPgEnvironment =
+    ::testing::AddGlobalTestEnvironment(new PgTestEnvironment());
+
+std::chrono::system_clock::time_point In(double seconds) {
+  return std::chrono::system_clock::now() +
+         std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
+v1::SubmitJobRequest ReluJob(const std::string& task_id, int rounds) {
+  v1::SubmitJobRequest req;
+  req.set_task_id(task_id);
+  req.add_gpu_types("cpu");
+  req.set_strategy("contrastive");
+  (*req.mutable_strategy_params())["prompts_per_round"] = "1";
+  (*req.mutable_strategy_params())["candidates_per_prompt"] = "2";
+  req.set_dialect(v1::DIALECT_KERNELBENCH);
+  req.mutable_budget()->set_max_rounds(static_cast<uint32_t>(rounds));
+  req.set_seed(42);
+  req.add_seed_candidates(Source("examples/candidates/tiny_relu/torch_chunked.py"));
+  return req;
+}
+
+std::string Submit(Cluster& cluster, const v1::SubmitJobRequest& req) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(In(20));
+  v1::SubmitJobResponse resp;
+  grpc::Status s = cluster.Stub()->SubmitJob(&ctx, req, &resp);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  return resp.job_id();
+}
+
+std::vector<v1::JobEvent> Watch(Cluster& cluster, const std::string& job_id, double limit_s) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(In(limit_s));
+  v1::WatchJobRequest req;
+  req.set_job_id(job_id);
+  auto stub = cluster.Stub();
+  auto reader = stub->WatchJob(&ctx, req);
+  std::vector<v1::JobEvent> events;
+  v1::JobEvent ev;
+  while (reader->Read(&ev)) events.push_back(ev);
+  grpc::Status s = reader->Finish();
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  return events;
+}
+
+v1::Job GetJob(Cluster& cluster, const std::string& job_id) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(In(20));
+  v1::GetJobRequest req;
+  req.set_job_id(job_id);
+  v1::Job job;
+  grpc::Status s = cluster.Stub()->GetJob(&ctx, req, &job);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  return job;
+}
+
+std::string Count(Cluster& cluster, const std::string& sql) { return cluster.Query(sql).Get(0, 0); }
+
+// Nothing measured twice, no LLM call made twice: one evaluation per candidate and GPU type,
+// and every llm_calls row of the job is one the journal's completions name (the gateway
+// accounts one row per completion).
+void ExpectNothingTwice(Cluster& cluster, const std::string& job_id) {
+  EXPECT_EQ(Count(cluster,
+                  "SELECT count(*) FROM (SELECT candidate_id, gpu_type FROM evaluations "
+                  "WHERE job_id = '" +
+                      job_id + "' GROUP BY 1, 2 HAVING count(*) > 1) d"),
+            "0");
+  EXPECT_EQ(Count(cluster, "SELECT count(*) FROM llm_calls WHERE job_id = '" + job_id + "'"),
+            Count(cluster,
+                  "SELECT count(DISTINCT p->>'llm_call_id') FROM job_steps s, "
+                  "jsonb_array_elements(s.payload->'proposals') p "
+                  "WHERE s.kind = 'generate' AND s.job_id = '" +
+                      job_id + "'"));
+}
+
+TEST(JobsTest, JobRunsToItsBudgetStreamsEventsAndExportsRollouts) {
+  Cluster cluster("jobs_run", /*gateway=*/true);
+  ASSERT_NE(cluster.StartWorker("cpu", 2), nullptr);
+  std::string task = cluster.SubmitTask("examples/tasks/tiny/tiny_relu.py");
+  std::string job_id = Submit(cluster, ReluJob(task, 2));
+  ASSERT_FALSE(job_id.empty());
+
+  std::vector<v1::JobEvent> events = Watch(cluster, job_id, 600);
+  std::vector<uint32_t> rounds;
+  int results = 0, generated = 0, bests = 0;
+  for (const auto& ev : events) {
+    if (ev.has_round_started()) rounds.push_back(ev.round_started());
+    if (ev.has_result()) ++results;
+    if (ev.has_candidates_generated()) generated += static_cast<int>(ev.candidates_generated());
+    if (ev.has_new_best()) ++bests;
+  }
+  EXPECT_EQ(rounds, (std::vector<uint32_t>{0, 1, 2}));
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back().finished(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_GE(bests, 1) << "host-only candidates are correct on the CPU";
+
+  v1::Job job = GetJob(cluster, job_id);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error();
+  EXPECT_EQ(job.rounds_done(), 2u);
+  EXPECT_EQ(job.stop_reason(), "max_rounds");
+  EXPECT_GT(job.candidates_generated(), 0u);
+  EXPECT_EQ(static_cast<int>(job.candidates_generated()), generated);
+  EXPECT_EQ(job.candidates_evaluated(), job.candidates_generated() + 1);  // + the seed
+  EXPECT_EQ(results, static_cast<int>(job.candidates_evaluated()));
+  ASSERT_EQ(job.best_size(), 1);
+  EXPECT_EQ(job.best(0).gpu_type(), "cpu");
+  EXPECT_GT(job.best(0).speedup(), 0);
+  ExpectNothingTwice(cluster, job_id);
+  // Every generated candidate descends from the exemplars it was shown.
+  EXPECT_EQ(Count(cluster,
+                  "SELECT count(*) FROM job_candidates WHERE round > 0 AND "
+                  "cardinality(parent_ids) = 0 AND job_id = '" +
+                      job_id + "'"),
+            "0");
+
+  // The best kernels come back with their sources.
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(In(20));
+    v1::BestCandidatesRequest req;
+    req.set_job_id(job_id);
+    req.set_limit(3);
+    v1::BestCandidatesResponse resp;
+    ASSERT_TRUE(cluster.Stub()->GetBestCandidates(&ctx, req, &resp).ok());
+    ASSERT_GE(resp.best_size(), 1);
+    EXPECT_NE(resp.sources().at(resp.best(0).candidate_id()).find("CHUNKS ="), std::string::npos);
+  }
+  // Rollouts: one per completion and GPU type, with verdicts and clipped rewards.
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(In(20));
+    v1::ExportRolloutsRequest req;
+    req.set_job_id(job_id);
+    auto stub = cluster.Stub();
+    auto reader = stub->ExportRollouts(&ctx, req);
+    v1::Rollout r;
+    int n = 0;
+    std::set<std::string> ids;
+    while (reader->Read(&r)) {
+      ++n;
+      EXPECT_LE(std::abs(r.reward()), 1.5);
+      EXPECT_FALSE(r.llm_call_id().empty());
+      if (!r.candidate_id().empty()) {
+        ids.insert(r.candidate_id());
+        EXPECT_NE(r.verdict(), v1::VERDICT_UNSPECIFIED);
+        EXPECT_EQ(r.raw_reward(), r.has_speedup() ? r.speedup() : 0);
+      }
+    }
+    ASSERT_TRUE(reader->Finish().ok());
+    EXPECT_GE(n, generated);
+    EXPECT_EQ(static_cast<int>(ids.size()), generated);
+  }
+  // ListJobs shows it.
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(In(20));
+    v1::ListJobsRequest req;
+    req.set_task_id(task);
+    v1::ListJobsResponse resp;
+    ASSERT_TRUE(cluster.Stub()->ListJobs(&ctx, req, &resp).ok());
+    ASSERT_EQ(resp.jobs_size(), 1);
+    EXPECT_EQ(resp.jobs(0).job_id(), job_id);
+  }
+}
+
+TEST(JobsTest, MalformedJobRequestsAreRefusedWithReasons) {
+  Cluster cluster("jobs_invalid", /*gateway=*/true);
+  std::string task = cluster.SubmitTask("examples/tasks/tiny/tiny_relu.py");
+  auto code_of = [&](const v1::SubmitJobRequest& req) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(In(20));
+    v1::SubmitJobResponse resp;
+    return cluster.Stub()->SubmitJob(&ctx, req, &resp).error_code();
+  };
+  v1::SubmitJobRequest req = ReluJob(task, 1);
+  req.set_task_id(std::string(64, 'a'));
+  EXPECT_EQ(code_of(req), grpc::StatusCode::NOT_FOUND);
+  req = ReluJob(task, 1);
+  req.set_strategy("islands");
+  EXPECT_EQ(code_of(req), grpc::StatusCode::INVALID_ARGUMENT);
+  req = ReluJob(task, 1);
+  (*req.mutable_strategy_params())["exemplarz"] = "3";
+  EXPECT_EQ(code_of(req), grpc::StatusCode::INVALID_ARGUMENT);
+  req = ReluJob(task, 1);
+  req.clear_gpu_types();
+  EXPECT_EQ(code_of(req), grpc::StatusCode::INVALID_ARGUMENT);
+  req = ReluJob(task, 1);
+  req.mutable_llm()->set_provider("gpt-in-a-box");
+  EXPECT_EQ(code_of(req), grpc::StatusCode::INVALID_ARGUMENT);
+
+  for (const std::string& id :
+       {std::string("not-a-uuid"), std::string("00000000-0000-0000-0000-000000000000")}) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(In(20));
+    v1::GetJobRequest get;
+    get.set_job_id(id);
+    v1::Job job;
+    EXPECT_EQ(cluster.Stub()->GetJob(&ctx, get, &job).error_code(), grpc::StatusCode::NOT_FOUND);
+  }
+}
+
+TEST(JobsTest, CancelledJobStopsAndDropsItsQueuedEvaluations) {
+  Cluster cluster("jobs_cancel", /*gateway=*/true);  // no worker: the seeds wait in the queue
+  std::string task = cluster.SubmitTask("examples/tasks/tiny/tiny_relu.py");
+  std::string job_id = Submit(cluster, ReluJob(task, 5));
+  ASSERT_TRUE(
+      cluster.WaitFor("SELECT count(*) FROM evaluations WHERE state = 'queued' AND "
+                      "job_id = '" +
+                          job_id + "'",
+                      "1"));
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(In(20));
+    v1::CancelJobRequest req;
+    req.set_job_id(job_id);
+    v1::CancelJobResponse resp;
+    ASSERT_TRUE(cluster.Stub()->CancelJob(&ctx, req, &resp).ok());
+    EXPECT_EQ(resp.state(), v1::JOB_STATE_CANCELLED);
+  }
+  EXPECT_EQ(Count(cluster, "SELECT count(*) FROM evaluations WHERE job_id = '" + job_id + "'"),
+            "0");
+  std::vector<v1::JobEvent> events = Watch(cluster, job_id, 60);
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back().finished(), v1::JOB_STATE_CANCELLED);
+  // A worker arriving now finds nothing of the job, and the job does not move on.
+  ASSERT_NE(cluster.StartWorker("cpu"), nullptr);
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  v1::Job job = GetJob(cluster, job_id);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_CANCELLED);
+  EXPECT_EQ(job.stop_reason(), "cancelled");
+  EXPECT_EQ(job.rounds_done(), 0u);
+  EXPECT_EQ(Count(cluster,
+                  "SELECT count(*) FROM job_steps WHERE round > 0 AND job_id = '" + job_id + "'"),
+            "0");
+}
+
+TEST(JobsTest, CoordinatorKilledMidJobResumesFromPostgresWithoutRepeatingWork) {
+  Cluster cluster("jobs_resume", /*gateway=*/true);
+  ASSERT_NE(cluster.StartWorker("cpu", 2), nullptr);
+  std::string task = cluster.SubmitTask("examples/tasks/tiny/tiny_relu.py");
+  std::string job_id = Submit(cluster, ReluJob(task, 3));
+  // Kill it once round 1's candidates are queued, before they are measured.
+  ASSERT_TRUE(
+      cluster.WaitFor("SELECT count(*) FROM job_steps WHERE kind = 'evaluate' AND "
+                      "round = 1 AND job_id = '" +
+                          job_id + "'",
+                      "1", 300));
+  cluster.KillCoordinator();
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  cluster.StartCoordinator();
+
+  std::vector<v1::JobEvent> events = Watch(cluster, job_id, 600);
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back().finished(), v1::JOB_STATE_SUCCEEDED);
+  v1::Job job = GetJob(cluster, job_id);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error();
+  EXPECT_EQ(job.rounds_done(), 3u);
+  EXPECT_EQ(job.candidates_evaluated(), job.candidates_generated() + 1);
+  ExpectNothingTwice(cluster, job_id);
+  // One batch per round that brought new candidates (round 0: the seed).
+  EXPECT_EQ(Count(cluster, "SELECT count(*) FROM job_steps WHERE kind = 'evaluate' AND job_id = '" +
+                               job_id + "'"),
+            Count(cluster, "SELECT count(DISTINCT round) FROM job_candidates WHERE job_id = '" +
+                               job_id + "'"));
+}
+
+}  // namespace
+}  // namespace kforge
