@@ -152,10 +152,14 @@ class Service:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait()
 
-    def terminate(self, limit_s: float = 30) -> None:
-        if self.process is None or self.process.poll() is not None:
+    def send_sigterm(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+
+    def wait_or_kill(self, limit_s: float = 30) -> None:
+        """Waits for the exit; past `limit_s` kills the group."""
+        if self.process is None:
             return
-        os.killpg(self.process.pid, signal.SIGTERM)
         try:
             self.process.wait(timeout=limit_s)
         except subprocess.TimeoutExpired:
@@ -205,6 +209,13 @@ class Stack:
         return "\n".join(f"--- {s.name} ---\n{s.log()}" for s in self.services)
 
     def stop(self) -> None:
-        for service in reversed(self.services):
-            service.terminate()
+        # The workers first (together), so that they drain while the coordinator still
+        # answers; then the coordinator and the gateway.
+        workers = [s for s in self.services if s.name.startswith("worker")]
+        others = [s for s in self.services if s not in workers]
+        for group in (workers, others):
+            for service in group:
+                service.send_sigterm()
+            for service in group:
+                service.wait_or_kill()
         shutil.rmtree(self.dir, ignore_errors=True)
