@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -39,6 +40,8 @@ std::string MakeRequestDir() {
   return tmpl;
 }
 
+constexpr int kConnectS = 120;  // as in the message below
+
 // Opens the channel: FIFOs in `dir`, or duplicates of stdin/stdout. Either way fd 0 becomes
 // /dev/null and fd 1 a copy of stderr, so only the returned descriptors carry frames.
 bool OpenChannel(const std::string& fifo_dir, int* in_fd, int* out_fd) {
@@ -54,16 +57,27 @@ bool OpenChannel(const std::string& fifo_dir, int* in_fd, int* out_fd) {
         return false;
       }
     }
-    // The client opens "requests" for writing first, then "results" for reading.
-    *in_fd = open(req.c_str(), O_RDONLY | O_CLOEXEC);
-    *out_fd = *in_fd < 0 ? -1 : open(res.c_str(), O_WRONLY | O_CLOEXEC);
-    // Both ends are connected: the names go, so an evaluation cannot open "results" and
+    // The client opens "requests" for writing (possible once it is open here for reading),
+    // then "results" for reading. A client that never comes (a worker killed while its server
+    // started) must not leave the server waiting for ever: give up after kConnectS.
+    *in_fd = open(req.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kConnectS);
+    while (*in_fd >= 0 &&
+           (*out_fd = open(res.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC)) < 0 &&
+           errno == ENXIO && std::chrono::steady_clock::now() < deadline) {
+      usleep(10000);
+    }
+    // Connected, or not: either way the names go, so an evaluation cannot open "results" and
     // write a forged answer.
     unlink(req.c_str());
     unlink(res.c_str());
+    for (int fd : {*in_fd, *out_fd}) {
+      if (fd >= 0) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    }
   }
   if (*in_fd < 0 || *out_fd < 0) {
-    std::fprintf(stderr, "kforge-eval --serve: cannot open the channel: %s\n", strerror(errno));
+    std::fprintf(stderr, "kforge-eval --serve: cannot open the channel: %s\n",
+                 errno == ENXIO ? "no client connected within 120 s" : strerror(errno));
     return false;
   }
   int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -130,6 +144,7 @@ int Serve(const ServeOptions& options) {
       hooks.parent = [] { PyOS_AfterFork_Parent(); };
       hooks.child = [&] {
         PyOS_AfterFork_Child();
+        signal(SIGPIPE, SIG_DFL);  // as in a one-shot evaluation process
         close(in_fd);
         close(out_fd);
         if (chdir(dir.c_str()) != 0) _exit(127);

@@ -7,7 +7,8 @@
 // a serialized protobuf. Requests are EvalRequest, answers EvalResult (or, with json_results,
 // the CLI's JSON text, for clients without protobuf), one answer per request, in order. End of input at a frame boundary ends the server with status 0. The channel is
 // stdin/stdout, or a pair of FIFOs the server creates in `fifo_dir` ("requests", "results"),
-// for callers (the worker's sandbox) that cannot stream a child's stdio. The server's own
+// for callers (the worker's sandbox) that cannot stream a child's stdio (a client that has not
+// connected within 120 s ends the server with status 1). The server's own
 // fd 1 is pointed at stderr, so nothing printed by torch or an evaluation can corrupt frames.
 //
 // Per request, every guarantee of the one-shot path holds: the evaluation runs in its own
