@@ -100,57 +100,16 @@ done
 "${KF[@]}" workers
 
 # 1. The evaluator on its own: one batch of hand-written candidates, good and bad.
-echo
-echo "demo: evaluating example candidates for tiny_relu (one correct, one wrong, one that"
-echo "      raises, one that does not compile, one that crashes)"
-C=$REPO/examples/candidates/tiny_relu
-"${KF[@]}" eval --task="$REPO/examples/tasks/tiny/tiny_relu.py" --gpu=any \
-  "$C/correct.py" "$C/wrong.py" "$C/raises.py" "$C/syntax_error.py" "$C/crashes.py" || true
-
 # 2. Optimization jobs: every example task, seeded with the example candidates that declare
-# tuning knobs. Without a GPU the host-only (kernelbench) seeds are used; with GPUs the nvrtc
-# kernels, and the KernelBench tasks that have example kernels too.
-declare -A TASKS=(
-  [tiny_relu]=$REPO/examples/tasks/tiny/tiny_relu.py
-  [tiny_add_scale]=$REPO/examples/tasks/tiny/tiny_add_scale.py
-  [tiny_linear]=$REPO/examples/tasks/tiny/tiny_linear.py
-)
-KB=${KFORGE_KERNELBENCH:-$REPO/../shared/kernelbench}
-if [[ ${WORKER_FLAGS[0]} == --device=cuda ]]; then
-  SEED_GLOB="nvrtc_*.py"; DIALECT=nvrtc
-  if [[ -d $KB/level1 ]]; then
-    TASKS+=([19_ReLU]=$KB/level1/19_ReLU.py [23_Softmax]=$KB/level1/23_Softmax.py
-            [40_LayerNorm]=$KB/level1/40_LayerNorm.py
-            [76_Gemm_Add_ReLU]=$KB/level2/76_Gemm_Add_ReLU.py)
-  fi
-else
-  SEED_GLOB="torch_*.py"; DIALECT=kernelbench
-fi
-read -r -a LLM_FLAGS <<< "${KFORGE_DEMO_LLM:-}"
-for name in $(printf '%s\n' "${!TASKS[@]}" | sort); do
-  mapfile -t seeds < <(grep -l "kforge: tunable" "$REPO/examples/candidates/$name"/$SEED_GLOB 2>/dev/null || true)
-  [[ ${#seeds[@]} -gt 0 ]] || continue
-  echo
-  echo "demo: optimization job for $name (contrastive search, 3 rounds, seeds: ${seeds[*]##*/})"
-  "${KF[@]}" job submit --task="${TASKS[$name]}" --gpu=any --strategy=contrastive --rounds=3 \
-    --seed=1 --dialect="$DIALECT" "${LLM_FLAGS[@]}" --watch "${seeds[@]}" || true
-done
-
-echo
-echo "demo: results (per job: the best correct candidate per GPU type, from PostgreSQL)"
-psql -h 127.0.0.1 -p "$PGPORT" -U postgres kforge -P pager=off -c "
-SELECT t.name AS task, e.ran_on_gpu_type AS gpu, j.state AS job,
-       round((array_agg(e.ref_median_ms ORDER BY e.speedup DESC NULLS LAST))[1]::numeric, 4)
-         AS reference_ms,
-       round((array_agg(e.cand_median_ms ORDER BY e.speedup DESC NULLS LAST))[1]::numeric, 4)
-         AS best_ms,
-       round(max(e.speedup)::numeric, 3) AS speedup,
-       count(*) AS candidates_evaluated,
-       count(*) FILTER (WHERE e.verdict = 'ok') AS correct
-FROM jobs j JOIN tasks t USING (task_id) JOIN evaluations e ON e.job_id = j.job_id
-WHERE e.state = 'done'
-GROUP BY j.job_id, t.name, e.ran_on_gpu_type, j.state, j.created_at
-ORDER BY j.created_at, 1, 2;"
+# tuning knobs. 3. The results table. (scripts/demo_jobs.sh, shared with the GPU-machine demo.)
+# shellcheck source=scripts/demo_jobs.sh
+source "$REPO/scripts/demo_jobs.sh"
+demo_eval_examples "$REPO"
+DEVICE=cpu
+[[ ${WORKER_FLAGS[0]} == --device=cuda ]] && DEVICE=cuda
+demo_jobs_select "$REPO" "$DEVICE" "${KFORGE_KERNELBENCH:-$REPO/../shared/kernelbench}"
+demo_jobs_run "$REPO"
+demo_results psql -h 127.0.0.1 -p "$PGPORT" -U postgres kforge
 
 stop_services
 trap - EXIT

