@@ -89,5 +89,77 @@ TEST(ResultJsonTest, SnakeCaseWordsAndNullSpeedupRoundTrip) {
   EXPECT_DOUBLE_EQ(back.speedup(), 2.5);
 }
 
+// A cpp candidate with kernels whose forward calls `call` (host code).
+std::string CppWithKernels(const std::string& call) {
+  return std::string(R"cc(// kforge: dialect=cpp
+#include <kforge/candidate.h>
+#include <vector>
+KFORGE_KERNELS(R"(
+extern "C" __global__ void k(float* y) { asm volatile("trap;"); /* std::thread fopen( */ }
+)")
+// std::thread in a comment, "system(" in a string:
+static const char* kNote = "system( fork( getenv(";
+std::vector<at::Tensor> forward(kforge::Context& ctx, const std::vector<at::Tensor>& in) {
+  at::Tensor y = at::empty_like(in[0]);
+  ctx.launch("k", 1, 1, 0, {y});
+  )cc") + call + R"cc(
+  return {y};
+}
+)cc";
+}
+
+constexpr char kConvTask[] = R"py(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def __init__(self, c):
+        super(Model, self).__init__()
+        self.conv = nn.Conv2d(c, c, 3)
+    def forward(self, x):
+        return self.conv(x).contiguous()
+def get_inputs():
+    return [torch.rand(1, 3, 8, 8)]
+)py";
+
+constexpr char kGemmReluTask[] = R"py(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gemm = nn.Linear(8, 8)
+    def forward(self, x):
+        return torch.relu(self.gemm(x))
+)py";
+
+TEST(StaticChecksTest, CppRulesSkipKernelsCommentsAndStrings) {
+  RuleViolation v = CheckCandidateSource(CppWithKernels("y = y * 2;"), v1::DIALECT_CPP, kConvTask);
+  EXPECT_FALSE(v.fired()) << v.reason;
+}
+
+TEST(StaticChecksTest, CppFallbackFiresOnTheSingleOpOfTheTask) {
+  RuleViolation v =
+      CheckCandidateSource(CppWithKernels("y = at::conv2d(in[0], in[1]);"), v1::DIALECT_CPP,
+                           kConvTask);
+  EXPECT_EQ(v.rule, "fallback") << v.reason;
+  EXPECT_NE(v.reason.find("torch's own conv2d"), std::string::npos) << v.reason;
+  // Several ops: keeping the GEMM in torch while fusing the rest is allowed.
+  v = CheckCandidateSource(CppWithKernels("y = at::linear(in[0], in[1]);"), v1::DIALECT_CPP,
+                           kGemmReluTask);
+  EXPECT_FALSE(v.fired()) << v.reason;
+}
+
+TEST(StaticChecksTest, CppHostCodeRules) {
+  EXPECT_EQ(CheckCandidateSource(CppWithKernels("std::thread t([] {});"), v1::DIALECT_CPP).rule,
+            "forbidden_call");
+  EXPECT_EQ(CheckCandidateSource(CppWithKernels("auto s = ::getenv(\"X\");"), v1::DIALECT_CPP)
+                .rule,
+            "forbidden_call");
+  EXPECT_FALSE(CheckCandidateSource(CppWithKernels("std::vector<int> v; v.erase(std::remove("
+                                                   "v.begin(), v.end(), 1), v.end());"),
+                                    v1::DIALECT_CPP)
+                   .fired());
+  EXPECT_EQ(CheckCandidateSource("#include <fstream>\n" + CppWithKernels(""), v1::DIALECT_CPP).rule,
+            "forbidden_include");
+}
+
 }  // namespace
 }  // namespace kforge::eval
