@@ -189,55 +189,65 @@ grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* ctx, const v1::WatchJ
   std::set<int64_t> results_sent;
   std::map<std::string, double> best;
   int round_sent = -1;
-  auto send = [&](const v1::JobEvent& ev) { return writer->Write(ev); };
   while (!ctx->IsCancelled()) {
     // Read the state first: whatever it says, the events read after it are complete.
     auto row = jobs_->GetJob(job_id);
     if (!row.ok()) return ToGrpcStatus(row.status());
     auto steps = jobs_->Steps(job_id);
     if (!steps.ok()) return ToGrpcStatus(steps.status());
-    for (const JobStep& step : *steps) {
-      if (!steps_sent.insert({step.round, step.step}).second) continue;
-      v1::JobEvent ev;
-      ev.set_job_id(job_id);
-      if (step.round > round_sent) {
-        round_sent = step.round;
-        ev.set_round_started(static_cast<uint32_t>(step.round));
-        if (!send(ev)) return grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
-      }
-      if (step.kind == "evaluate" && step.round > 0) {
-        ev.set_candidates_generated(static_cast<uint32_t>(step.payload["candidates"].size()));
-        if (!send(ev)) return grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
-      }
-    }
     EvaluationFilter filter;
     filter.job_id = job_id;
     filter.limit = 1000000;
     auto evals = queue_.Query(filter);
     if (!evals.ok()) return ToGrpcStatus(evals.status());
+    // New events of both kinds, merged by time (a step sorts before a result of the same
+    // millisecond), so a replay reads like the live stream.
+    std::vector<std::pair<std::string, std::vector<v1::JobEvent>>> pending;
+    for (const JobStep& step : *steps) {
+      if (!steps_sent.insert({step.round, step.step}).second) continue;
+      std::vector<v1::JobEvent> evs;
+      if (step.round > round_sent) {
+        round_sent = step.round;
+        evs.emplace_back().set_round_started(static_cast<uint32_t>(step.round));
+      }
+      if (step.kind == "evaluate" && step.round > 0) {
+        evs.emplace_back().set_candidates_generated(
+            static_cast<uint32_t>(step.payload["candidates"].size()));
+      }
+      if (!evs.empty()) pending.emplace_back(step.created_at + " 0", std::move(evs));
+    }
     for (auto it = evals->rbegin(); it != evals->rend(); ++it) {  // oldest first
       if (!results_sent.insert(it->evaluation_id).second) continue;
-      v1::JobEvent ev;
-      ev.set_job_id(job_id);
-      ToRecord(*it, ev.mutable_result());
-      if (!send(ev)) return grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
-      const v1::EvalResult& r = ev.result().result();
+      std::vector<v1::JobEvent> evs(1);
+      ToRecord(*it, evs[0].mutable_result());
+      const v1::EvalResult& r = evs[0].result().result();
       std::string gpu = it->ran_on_gpu_type.empty() ? it->gpu_type : it->ran_on_gpu_type;
-      if (r.verdict() == v1::VERDICT_OK && r.has_speedup() && r.speedup() > best[gpu]) {
-        best[gpu] = r.speedup();
-        v1::JobEvent nb;
-        nb.set_job_id(job_id);
+      if (r.verdict() == v1::VERDICT_OK && r.has_speedup()) {
         BestRow b{gpu,         it->candidate_id,          "",
                   r.speedup(), r.reference().median_ms(), r.candidate().median_ms()};
-        ToBest(b, nb.mutable_new_best());
-        if (!send(nb)) return grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
+        ToBest(b, evs.emplace_back().mutable_new_best());  // dropped below unless a new best
+      }
+      pending.emplace_back(it->finished_at + " 1", std::move(evs));
+    }
+    std::stable_sort(pending.begin(), pending.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (auto& [when, evs] : pending) {
+      for (v1::JobEvent& ev : evs) {
+        if (ev.has_new_best()) {
+          double& b = best[ev.new_best().gpu_type()];
+          if (ev.new_best().speedup() <= b) continue;
+          b = ev.new_best().speedup();
+        }
+        ev.set_job_id(job_id);
+        if (!writer->Write(ev))
+          return grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
       }
     }
     if (Terminal(row->state)) {
       v1::JobEvent ev;
       ev.set_job_id(job_id);
       ev.set_finished(StateFromName(row->state));
-      send(ev);
+      writer->Write(ev);
       return grpc::Status::OK;
     }
     for (int i = 0; i < 5 && !ctx->IsCancelled(); ++i) {

@@ -129,7 +129,7 @@ class JobEnv : public search::SearchEnv {
     if (step) return step->payload;
     if (ShouldStop(/*fresh=*/true)) return nlohmann::json();
     ASSIGN_OR_RETURN(nlohmann::json payload, ask());
-    RETURN_IF_ERROR(runner_.jobs_.PutStep(job_.job_id, {round, step_number, kind, payload},
+    RETURN_IF_ERROR(runner_.jobs_.PutStep(job_.job_id, {round, step_number, kind, payload, ""},
                                           payload.value("tokens", uint64_t{0})));
     return payload;
   }
@@ -229,7 +229,7 @@ class JobEnv : public search::SearchEnv {
       }
       RETURN_IF_ERROR(runner_.jobs_.PutStep(
           job_.job_id,
-          {round, step_number, "evaluate", {{"batch_id", batch_id}, {"candidates", ids}}}, 0));
+          {round, step_number, "evaluate", {{"batch_id", batch_id}, {"candidates", ids}}, ""}, 0));
       // A cancellation that came between the check above and the enqueue: drop the batch.
       if (ShouldStop(/*fresh=*/true)) return runner_.jobs_.DropQueued(job_.job_id);
     }

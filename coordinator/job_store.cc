@@ -260,7 +260,7 @@ absl::StatusOr<std::optional<JobStep>> JobStore::GetStep(const std::string& job_
                                           {job_id, std::to_string(round), std::to_string(step)}));
   if (r.rows() == 0) return std::optional<JobStep>();
   return std::optional<JobStep>(
-      JobStep{round, step, r.Get(0, "kind"), ParseJson(r.Get(0, "payload"))});
+      JobStep{round, step, r.Get(0, "kind"), ParseJson(r.Get(0, "payload")), ""});
 }
 
 absl::Status JobStore::PutStep(const std::string& job_id, const JobStep& step, uint64_t tokens) {
@@ -274,13 +274,15 @@ absl::Status JobStore::PutStep(const std::string& job_id, const JobStep& step, u
 }
 
 absl::StatusOr<std::vector<JobStep>> JobStore::Steps(const std::string& job_id) {
-  ASSIGN_OR_RETURN(PgResult r, pool_.Exec("SELECT round, step, kind, payload::text AS payload "
-                                          "FROM job_steps WHERE job_id = $1 ORDER BY round, step",
+  ASSIGN_OR_RETURN(PgResult r, pool_.Exec("SELECT round, step, kind, payload::text AS payload, " +
+                                              Time("created_at") +
+                                              " AS created FROM job_steps WHERE job_id = $1 "
+                                              "ORDER BY round, step",
                                           {job_id}));
   std::vector<JobStep> out;
   for (int i = 0; i < r.rows(); ++i) {
     out.push_back({static_cast<int>(r.GetInt(i, "round")), static_cast<int>(r.GetInt(i, "step")),
-                   r.Get(i, "kind"), ParseJson(r.Get(i, "payload"))});
+                   r.Get(i, "kind"), ParseJson(r.Get(i, "payload")), r.Get(i, "created")});
   }
   return out;
 }

@@ -41,6 +41,7 @@ struct JobStep {
   int round = 0, step = 0;
   std::string kind;
   nlohmann::json payload;
+  std::string created_at;  // RFC 3339 with milliseconds (Steps only)
 };
 
 // One finished evaluation of a job, as the search and the rollout export read it.

@@ -78,8 +78,8 @@ v1::Job GetJob(Cluster& cluster, const std::string& job_id) {
 std::string Count(Cluster& cluster, const std::string& sql) { return cluster.Query(sql).Get(0, 0); }
 
 // Nothing measured twice, no LLM call made twice: one evaluation per candidate and GPU type,
-// and every llm_calls row of the job is one the journal's completions name (the gateway
-// accounts one row per completion).
+// and every llm_calls row of the job is one the journal's completions and ideas name (the
+// offline proposer makes one call per completion, with no retries).
 void ExpectNothingTwice(Cluster& cluster, const std::string& job_id) {
   EXPECT_EQ(Count(cluster,
                   "SELECT count(*) FROM (SELECT candidate_id, gpu_type FROM evaluations "
@@ -88,10 +88,15 @@ void ExpectNothingTwice(Cluster& cluster, const std::string& job_id) {
             "0");
   EXPECT_EQ(Count(cluster, "SELECT count(*) FROM llm_calls WHERE job_id = '" + job_id + "'"),
             Count(cluster,
-                  "SELECT count(DISTINCT p->>'llm_call_id') FROM job_steps s, "
-                  "jsonb_array_elements(s.payload->'proposals') p "
-                  "WHERE s.kind = 'generate' AND s.job_id = '" +
-                      job_id + "'"));
+                  "SELECT count(DISTINCT id) FROM ("
+                  "  SELECT p->>'llm_call_id' AS id FROM job_steps s, "
+                  "    jsonb_array_elements(s.payload->'proposals') p "
+                  "  WHERE s.kind = 'generate' AND s.job_id = '" +
+                      job_id +
+                      "' "
+                      "  UNION ALL SELECT payload->>'llm_call_id' FROM job_steps "
+                      "  WHERE kind = 'ideas' AND job_id = '" +
+                      job_id + "') ids"));
 }
 
 TEST(JobsTest, JobRunsToItsBudgetStreamsEventsAndExportsRollouts) {
@@ -182,6 +187,36 @@ TEST(JobsTest, JobRunsToItsBudgetStreamsEventsAndExportsRollouts) {
     ASSERT_EQ(resp.jobs_size(), 1);
     EXPECT_EQ(resp.jobs(0).job_id(), job_id);
   }
+}
+
+TEST(JobsTest, IdeaBranchingJobAsksForIdeasThenImplementsThem) {
+  Cluster cluster("jobs_ideas", /*gateway=*/true);
+  ASSERT_NE(cluster.StartWorker("cpu", 2), nullptr);
+  std::string task = cluster.SubmitTask("examples/tasks/tiny/tiny_add_scale.py");
+  v1::SubmitJobRequest req = ReluJob(task, 2);
+  req.clear_seed_candidates();
+  req.add_seed_candidates(Source("examples/candidates/tiny_add_scale/torch_chunked.py"));
+  req.set_strategy("idea_branching");
+  req.clear_strategy_params();
+  (*req.mutable_strategy_params())["ideas_per_round"] = "2";
+  (*req.mutable_strategy_params())["implementations_per_idea"] = "1";
+  std::string job_id = Submit(cluster, req);
+  std::vector<v1::JobEvent> events = Watch(cluster, job_id, 600);
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back().finished(), v1::JOB_STATE_SUCCEEDED);
+  v1::Job job = GetJob(cluster, job_id);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error();
+  EXPECT_EQ(job.strategy(), "idea_branching");
+  // Each round: one ideas step, then one generate step per idea.
+  EXPECT_EQ(Count(cluster, "SELECT count(*) FROM job_steps WHERE kind = 'ideas' AND job_id = '" +
+                               job_id + "'"),
+            "2");
+  EXPECT_GE(std::stoi(Count(cluster,
+                            "SELECT count(*) FROM job_candidates WHERE round > 0 AND "
+                            "idea IS NOT NULL AND job_id = '" +
+                                job_id + "'")),
+            1);
+  ExpectNothingTwice(cluster, job_id);
 }
 
 TEST(JobsTest, MalformedJobRequestsAreRefusedWithReasons) {
