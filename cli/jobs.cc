@@ -221,11 +221,30 @@ int Cancel(const std::string& id) {
   return 0;
 }
 
+int Trajectory(const std::string& id) {
+  grpc::ClientContext ctx;
+  SetDeadline(ctx);
+  v1::JobTrajectoryRequest req;
+  req.set_job_id(id);
+  v1::JobTrajectoryResponse resp;
+  grpc::Status s = JobStub()->GetJobTrajectory(&ctx, req, &resp);
+  if (!s.ok()) return Fail(s);
+  std::printf("%-24s  %5s  %-10s  %-14s  %9s  %9s  %s\n", "FINISHED", "ROUND", "GPU", "VERDICT",
+              "SPEEDUP", "BEST", "CANDIDATE");
+  for (const auto& p : resp.points()) {
+    std::printf("%-24s  %5u  %-10s  %-14s  %9s  %8.3fx  %s\n", p.finished_at().c_str(), p.round(),
+                p.gpu_type().c_str(), VerdictWord(p.verdict()).c_str(),
+                p.has_speedup() ? (std::to_string(p.speedup()).substr(0, 6) + "x").c_str() : "-",
+                p.best_so_far(), p.candidate_id().substr(0, 12).c_str());
+  }
+  return 0;
+}
+
 }  // namespace
 
 int JobCommand(const std::vector<std::string>& args) {
   if (args.empty()) {
-    std::fprintf(stderr, "kforge job: submit, watch, get, list or cancel\n");
+    std::fprintf(stderr, "kforge job: submit, watch, get, list, cancel or trajectory\n");
     return kExitUsage;
   }
   const std::string& sub = args[0];
@@ -237,6 +256,7 @@ int JobCommand(const std::vector<std::string>& args) {
   }
   if (sub == "watch") return Watch(args[1]);
   if (sub == "cancel") return Cancel(args[1]);
+  if (sub == "trajectory") return Trajectory(args[1]);
   if (sub == "get") {
     v1::Job job;
     if (int code = GetJob(args[1], &job); code != 0) return code;

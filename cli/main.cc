@@ -45,7 +45,7 @@ const char kUsage[] =
     "             [--rounds N] [--max_candidates N] [--max_tokens N] [--max_wall_s S]\n"
     "             [--target_speedup X] [--seed N] [--dialect D] [--provider P] [--model M]\n"
     "             [--base_url URL] [--temperature T] [--watch] [SEED_CANDIDATE...]\n"
-    "  kforge job watch|get|cancel JOB_ID\n"
+    "  kforge job watch|get|cancel|trajectory JOB_ID\n"
     "  kforge job list [--task ID] [--limit N]\n"
     "  kforge best --task ID | --job JOB_ID [--gpu TYPE] [--limit N] [--out DIR]\n"
     "  kforge export rollouts JOB_ID [--out FILE.jsonl]\n"

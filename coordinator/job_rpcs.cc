@@ -274,6 +274,27 @@ grpc::Status JobServiceImpl::GetBestCandidates(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
+grpc::Status JobServiceImpl::GetJobTrajectory(grpc::ServerContext*,
+                                              const v1::JobTrajectoryRequest* req,
+                                              v1::JobTrajectoryResponse* resp) {
+  if (!jobs_) return NoJobs();
+  if (auto row = jobs_->GetJob(req->job_id()); !row.ok()) return ToGrpcStatus(row.status());
+  auto points = jobs_->Trajectory(req->job_id());
+  if (!points.ok()) return ToGrpcStatus(points.status());
+  for (const TrajectoryRow& t : *points) {
+    v1::TrajectoryPoint* p = resp->add_points();
+    p->set_evaluation_id(t.evaluation_id);
+    p->set_finished_at(t.finished_at);
+    p->set_round(static_cast<uint32_t>(t.round));
+    p->set_gpu_type(t.gpu_type);
+    p->set_candidate_id(t.candidate_id);
+    p->set_verdict(VerdictFromName(t.verdict));
+    if (t.speedup) p->set_speedup(*t.speedup);
+    p->set_best_so_far(t.best_so_far);
+  }
+  return grpc::Status::OK;
+}
+
 grpc::Status JobServiceImpl::ExportRollouts(grpc::ServerContext*,
                                             const v1::ExportRolloutsRequest* req,
                                             grpc::ServerWriter<v1::Rollout>* writer) {

@@ -54,6 +54,8 @@ class JobServiceImpl final : public v1::JobService::Service {
                         grpc::ServerWriter<v1::JobEvent>* writer) override;
   grpc::Status GetBestCandidates(grpc::ServerContext* ctx, const v1::BestCandidatesRequest* req,
                                  v1::BestCandidatesResponse* resp) override;
+  grpc::Status GetJobTrajectory(grpc::ServerContext* ctx, const v1::JobTrajectoryRequest* req,
+                                v1::JobTrajectoryResponse* resp) override;
   grpc::Status ExportRollouts(grpc::ServerContext* ctx, const v1::ExportRolloutsRequest* req,
                               grpc::ServerWriter<v1::Rollout>* writer) override;
 

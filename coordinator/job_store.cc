@@ -312,6 +312,32 @@ absl::StatusOr<std::vector<JobEvaluation>> JobStore::JobResults(const std::strin
   return ParseResults(r);
 }
 
+absl::StatusOr<std::vector<TrajectoryRow>> JobStore::Trajectory(const std::string& job_id) {
+  if (!LooksLikeUuid(job_id)) return UnknownJob(job_id);
+  ASSIGN_OR_RETURN(PgResult r,
+                   pool_.Exec("SELECT t.evaluation_id, " + Time("t.finished_at") +
+                                  " AS finished, coalesce(t.round, 0) AS round, t.gpu_type, "
+                                  "  e.candidate_id, t.verdict, t.speedup, "
+                                  "  coalesce(t.best_so_far, 0) AS best "
+                                  "FROM job_trajectory t JOIN evaluations e USING (evaluation_id) "
+                                  "WHERE t.job_id = $1 ORDER BY t.finished_at, t.evaluation_id",
+                              {job_id}));
+  std::vector<TrajectoryRow> out;
+  for (int i = 0; i < r.rows(); ++i) {
+    TrajectoryRow t;
+    t.evaluation_id = r.Get(i, "evaluation_id");
+    t.finished_at = r.Get(i, "finished");
+    t.round = static_cast<int>(r.GetInt(i, "round"));
+    t.gpu_type = r.Get(i, "gpu_type");
+    t.candidate_id = r.Get(i, "candidate_id");
+    t.verdict = r.Get(i, "verdict");
+    if (!r.IsNull(i, r.col("speedup"))) t.speedup = r.GetDouble(i, "speedup");
+    t.best_so_far = r.GetDouble(i, "best");
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
 absl::StatusOr<std::vector<BestRow>> JobStore::Best(const std::string& task_id,
                                                     const std::string& job_id,
                                                     const std::string& gpu_type, int per_type) {

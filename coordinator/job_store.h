@@ -50,6 +50,13 @@ struct JobEvaluation {
   std::optional<double> speedup;
 };
 
+struct TrajectoryRow {
+  std::string evaluation_id, finished_at, gpu_type, candidate_id, verdict;
+  int round = 0;
+  std::optional<double> speedup;
+  double best_so_far = 0;
+};
+
 class JobStore {
  public:
   explicit JobStore(PgPool& pool) : pool_(pool) {}
@@ -97,6 +104,8 @@ class JobStore {
   // Every finished evaluation of the job, in finishing order.
   absl::StatusOr<std::vector<JobEvaluation>> JobResults(const std::string& job_id);
 
+  // The job_trajectory view of the job, in finishing order.
+  absl::StatusOr<std::vector<TrajectoryRow>> Trajectory(const std::string& job_id);
   // Best correct candidates per GPU type the evaluation ran on; filters may be empty.
   absl::StatusOr<std::vector<BestRow>> Best(const std::string& task_id, const std::string& job_id,
                                             const std::string& gpu_type, int per_type);

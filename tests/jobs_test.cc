@@ -176,6 +176,26 @@ TEST(JobsTest, JobRunsToItsBudgetStreamsEventsAndExportsRollouts) {
     EXPECT_GE(n, generated);
     EXPECT_EQ(static_cast<int>(ids.size()), generated);
   }
+  // The trajectory: every evaluation in finishing order, the best so far never falling.
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(In(20));
+    v1::JobTrajectoryRequest req;
+    req.set_job_id(job_id);
+    v1::JobTrajectoryResponse resp;
+    ASSERT_TRUE(cluster.Stub()->GetJobTrajectory(&ctx, req, &resp).ok());
+    ASSERT_EQ(resp.points_size(), results);
+    double best = 0;
+    for (const auto& p : resp.points()) {
+      EXPECT_GE(p.best_so_far(), best);
+      best = p.best_so_far();
+      if (p.has_speedup()) {
+        EXPECT_GE(p.best_so_far(), p.speedup());
+      }
+    }
+    EXPECT_DOUBLE_EQ(best, job.best(0).speedup());
+    EXPECT_EQ(resp.points(0).round(), 0u);  // the seed finishes first
+  }
   // ListJobs shows it.
   {
     grpc::ClientContext ctx;

@@ -22,7 +22,8 @@ from kforge.errors import (AlreadyExistsError, CancelledError, DeadlineExceededE
 from kforge.progress import Progress
 from kforge.records import (BestCandidate, Budget, Candidate, Correctness, Evaluation, Job,
                             JobEvent, LlmSettings, Records, Rollout, SubmittedTask, SystemInfo,
-                            Timing, Worker, record_to_row, records_to_dataframe)
+                            Timing, TrajectoryPoint, Worker, record_to_row,
+                            records_to_dataframe)
 
 __version__ = "0.1.0"
 
@@ -32,5 +33,6 @@ __all__ = [
     "Evaluation", "FailedPreconditionError", "InternalError", "InvalidArgumentError", "Job",
     "JobEvent", "KforgeError", "LlmSettings", "NotFoundError", "Progress", "record_to_row",
     "Records", "records_to_dataframe", "ResourceExhaustedError", "Rollout", "speedup_reward",
-    "SubmittedTask", "SystemInfo", "Timing", "UnavailableError", "UnimplementedError", "Worker",
+    "SubmittedTask", "SystemInfo", "Timing", "TrajectoryPoint", "UnavailableError",
+    "UnimplementedError", "Worker",
 ]

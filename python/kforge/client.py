@@ -30,7 +30,8 @@ from kforge.batch import BatchStream
 from kforge.errors import translated, UnavailableError
 from kforge.progress import Progress
 from kforge.records import (Budget, Candidate, BestCandidate, Evaluation, Job, JobEvent,
-                            LlmSettings, Records, Rollout, SubmittedTask, Worker, enum_name,
+                            LlmSettings, Records, Rollout, SubmittedTask, TrajectoryPoint, Worker,
+                            enum_name,
                             enum_value)
 from kforge.v1 import eval_pb2, gateway_pb2, jobs_pb2, jobs_pb2_grpc
 
@@ -257,6 +258,12 @@ class Client:
         with translated():
             return Records(Rollout.from_proto(r) for r in self._stub.ExportRollouts(
                 jobs_pb2.ExportRolloutsRequest(job_id=job_id), timeout=self.timeout))
+
+    def job_trajectory(self, job_id: str) -> Records:
+        """The job's evaluations in finishing order with the best speedup so far per GPU type
+        (for progress plots: records.to_pandas().plot(x="finished_at", y="best_so_far"))."""
+        resp = self._unary("GetJobTrajectory", jobs_pb2.JobTrajectoryRequest(job_id=job_id))
+        return Records(TrajectoryPoint.from_proto(p) for p in resp.points)
 
     # Results ----------------------------------------------------------------------------
 

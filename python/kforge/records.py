@@ -40,6 +40,14 @@ def _copy_fields(cls, message, **overrides):
     return cls(**values, **overrides)
 
 
+def _copy_scored(cls, message):
+    """_copy_fields for a message with a Verdict `verdict` and an optional `speedup`."""
+    from kforge.v1 import eval_pb2
+
+    return _copy_fields(cls, message, verdict=enum_name(eval_pb2.Verdict, message.verdict),
+                        speedup=message.speedup if message.HasField("speedup") else None)
+
+
 @dataclass(frozen=True)
 class Timing:
     """Statistics over the timed samples of one program, in milliseconds."""
@@ -230,11 +238,25 @@ class Rollout:
 
     @classmethod
     def from_proto(cls, rollout) -> "Rollout":
-        from kforge.v1 import eval_pb2
+        return _copy_scored(cls, rollout)
 
-        return _copy_fields(
-            cls, rollout, verdict=enum_name(eval_pb2.Verdict, rollout.verdict),
-            speedup=rollout.speedup if rollout.HasField("speedup") else None)
+
+@dataclass(frozen=True)
+class TrajectoryPoint:
+    """One finished evaluation of a job with the best speedup its GPU type had reached by
+    then (0 before the first correct one); `speedup` is None unless the verdict is ok."""
+    evaluation_id: str
+    finished_at: str
+    round: int
+    gpu_type: str
+    candidate_id: str
+    verdict: str
+    speedup: Optional[float]
+    best_so_far: float
+
+    @classmethod
+    def from_proto(cls, point) -> "TrajectoryPoint":
+        return _copy_scored(cls, point)
 
 
 @dataclass(frozen=True)

@@ -91,6 +91,17 @@ def test_rollouts_pair_completions_with_clipped_rewards(client, finished_job):
     assert {"prompt", "completion", "reward", "verdict"} <= set(df.columns)
 
 
+def test_trajectory_is_in_finishing_order_and_never_falls(client, finished_job):
+    job_id, job, _, _ = finished_job
+    points = client.job_trajectory(job_id)
+    assert len(points) == job.candidates_evaluated
+    best = [p.best_so_far for p in points]
+    assert best == sorted(best)
+    assert points[0].round == 0
+    df = points.to_pandas()
+    assert {"finished_at", "best_so_far", "speedup"} <= set(df.columns)
+
+
 def test_a_cancelled_job_ends_cancelled(client, relu_task):
     job_id = client.submit_job(relu_task, "cpu", budget={"max_rounds": 50},
                                seed_candidates=SEEDS)
