@@ -29,7 +29,7 @@ ABSL_FLAG(int, db_pool_size, 16, "PostgreSQL connections");
 ABSL_FLAG(double, lease_timeout_s, 15, "a lease not heartbeated for this long is reclaimed");
 ABSL_FLAG(double, heartbeat_interval_s, 2, "how often workers heartbeat");
 ABSL_FLAG(int64_t, max_queue_depth, 100000, "EvaluateBatch answers RESOURCE_EXHAUSTED past this");
-ABSL_FLAG(std::string, gateway_address, "127.0.0.1:50053",
+ABSL_FLAG(std::string, gateway_address, "127.0.0.1:50061",
           "the LLM gateway (kforge-gateway) that optimization jobs ask for candidates");
 ABSL_FLAG(int, max_running_jobs, 16, "optimization jobs this coordinator runs at once");
 
