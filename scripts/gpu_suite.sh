@@ -76,3 +76,5 @@ if bl: print(f"baseline: {bl['ok']}/{bl['tasks']} tasks in {bl['wall_s']:.0f} s;
 for k, v in b.items():
     if k.endswith("_error"): print(k, v)
 PYEOF
+# Exit status: 0 when the build passed and no case failed (benchmarks report, they do not fail).
+[[ $cases_line == "not run" || $cases_line == *" 0 failed"* ]]
