@@ -344,7 +344,31 @@ JobRunner::JobRunner(PgPool& pool, JobStore& jobs, QueueStore& queue, Notifier& 
       queue_(queue),
       notifier_(notifier),
       gateway_(std::move(gateway)),
-      options_(options) {}
+      options_(options) {
+  if (prometheus::Registry* m = options_.metrics) {
+    running_gauge_ = &prometheus::BuildGauge()
+                          .Name("kforge_jobs_running")
+                          .Help("Optimization jobs this coordinator is running")
+                          .Register(*m)
+                          .Add({});
+    rounds_ = &prometheus::BuildCounter()
+                   .Name("kforge_job_rounds_total")
+                   .Help("Search rounds completed, by strategy")
+                   .Register(*m);
+    candidates_ = &prometheus::BuildCounter()
+                       .Name("kforge_job_candidates_total")
+                       .Help("New distinct candidates the searches produced, by strategy")
+                       .Register(*m);
+    tokens_ = &prometheus::BuildCounter()
+                   .Name("kforge_job_llm_tokens_total")
+                   .Help("LLM tokens (prompt + completion) the searches spent, by strategy")
+                   .Register(*m);
+    finished_jobs_ = &prometheus::BuildCounter()
+                          .Name("kforge_jobs_finished_total")
+                          .Help("Jobs this coordinator finished, by final state and stop reason")
+                          .Register(*m);
+  }
+}
 
 JobRunner::~JobRunner() { Stop(); }
 
@@ -397,6 +421,7 @@ void JobRunner::ScanLoop() {
         }
         running_[id] = std::thread([this, id] { RunJob(id); });
       }
+      if (running_gauge_) running_gauge_->Set(static_cast<double>(running_.size()));
     }
     for (int i = 0; i < static_cast<int>(options_.scan_interval_s * 10) && !stopping(); ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -429,6 +454,7 @@ void JobRunner::RunJob(const std::string& job_id) {
     }
     LogError("job failed", {{"job_id", job_id}, {"error", std::string(s.message())}});
     (void)jobs_.Finish(job_id, "failed", std::string(s.message()));
+    if (finished_jobs_) finished_jobs_->Add({{"state", "failed"}, {"reason", "error"}}).Increment();
     break;
   }
   absl::MutexLock lock(&mu_);
@@ -453,12 +479,21 @@ absl::Status JobRunner::RunOnce(const std::string& job_id) {
 
   JobEnv env(*this, job, params, task_source);
   search::Search search(params.spec, env, population, state);
+  search::SearchState counted = state;  // what the metrics have seen of this job
   ASSIGN_OR_RETURN(std::string reason, search.Run([&](const search::SearchState& s) {
+    if (rounds_) {
+      const std::map<std::string, std::string> labels = {{"strategy", params.spec.strategy}};
+      rounds_->Add(labels).Increment(s.rounds_done - counted.rounds_done);
+      candidates_->Add(labels).Increment(s.candidates_generated - counted.candidates_generated);
+      tokens_->Add(labels).Increment(static_cast<double>(s.tokens_used - counted.tokens_used));
+      counted = s;
+    }
     return jobs_.Checkpoint(job_id, s.ToJson(), s.rounds_done, s.tokens_used);
   }));
   if (reason == "stopped") return absl::OkStatus();  // cancelled, or this coordinator stops
   RETURN_IF_ERROR(jobs_.Checkpoint(job_id, state.ToJson(), state.rounds_done, state.tokens_used));
   RETURN_IF_ERROR(jobs_.Finish(job_id, "succeeded", ""));
+  if (finished_jobs_) finished_jobs_->Add({{"state", "succeeded"}, {"reason", reason}}).Increment();
   LogInfo("job finished", {{"job_id", job_id},
                            {"stop_reason", reason},
                            {"rounds", std::to_string(state.rounds_done)},

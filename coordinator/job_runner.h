@@ -26,6 +26,9 @@
 #include "grpcpp/channel.h"
 #include "grpcpp/client_context.h"
 #include "kforge/v1/gateway.pb.h"
+#include "prometheus/counter.h"
+#include "prometheus/gauge.h"
+#include "prometheus/registry.h"
 
 namespace kforge {
 
@@ -46,6 +49,10 @@ class JobRunner {
     double gateway_timeout_s = 600;  // one Generate call (an LLM may take minutes)
     double retry_after_s = 5;        // pause before resuming a job after a transient error
     int64_t max_queue_depth = 100000;
+    // Where to export kforge_jobs_running, kforge_job_rounds_total,
+    // kforge_job_candidates_total, kforge_job_llm_tokens_total and kforge_jobs_finished_total;
+    // none when null.
+    prometheus::Registry* metrics = nullptr;
   };
   JobRunner(PgPool& pool, JobStore& jobs, QueueStore& queue, Notifier& notifier,
             std::shared_ptr<grpc::Channel> gateway, Options options);
@@ -72,6 +79,12 @@ class JobRunner {
   Notifier& notifier_;
   std::shared_ptr<grpc::Channel> gateway_;
   const Options options_;
+  // Metrics (null without a registry).
+  prometheus::Gauge* running_gauge_ = nullptr;
+  prometheus::Family<prometheus::Counter>* rounds_ = nullptr;
+  prometheus::Family<prometheus::Counter>* candidates_ = nullptr;
+  prometheus::Family<prometheus::Counter>* tokens_ = nullptr;
+  prometheus::Family<prometheus::Counter>* finished_jobs_ = nullptr;
   std::atomic<bool> stopping_{false};
   std::thread scanner_;
   absl::Mutex mu_;

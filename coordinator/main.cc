@@ -90,6 +90,7 @@ int Run() {
   JobRunner::Options runner_options;
   runner_options.max_running_jobs = absl::GetFlag(FLAGS_max_running_jobs);
   runner_options.max_queue_depth = limits.max_queue_depth;
+  runner_options.metrics = &host.metrics().registry();
   JobRunner runner(pool, job_store, queue, notifier,
                    grpc::CreateChannel(absl::GetFlag(FLAGS_gateway_address),
                                        grpc::InsecureChannelCredentials()),

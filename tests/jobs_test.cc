@@ -9,10 +9,12 @@
 #include <thread>
 #include <vector>
 
+#include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "kforge/v1/jobs.grpc.pb.h"
 #include "tests/cluster.h"
+#include "tests/loopback.h"
 #include "tests/pg_harness.h"
 
 namespace kforge {
@@ -195,6 +197,19 @@ TEST(JobsTest, JobRunsToItsBudgetStreamsEventsAndExportsRollouts) {
     }
     EXPECT_DOUBLE_EQ(best, job.best(0).speedup());
     EXPECT_EQ(resp.points(0).round(), 0u);  // the seed finishes first
+  }
+  // The coordinator's /metrics count the job's rounds and candidates.
+  {
+    auto metrics = HttpGet(cluster.coordinator()->metrics_port(), "/metrics");
+    ASSERT_TRUE(metrics.ok()) << metrics.status();
+    EXPECT_THAT(metrics->body,
+                ::testing::HasSubstr("kforge_job_rounds_total{strategy=\"contrastive\"} 2"));
+    EXPECT_THAT(metrics->body,
+                ::testing::HasSubstr("kforge_job_candidates_total{strategy=\"contrastive\"} " +
+                                     std::to_string(job.candidates_generated())));
+    EXPECT_THAT(metrics->body,
+                ::testing::HasSubstr("kforge_jobs_finished_total{reason=\"max_rounds\","
+                                     "state=\"succeeded\"} 1"));
   }
   // ListJobs shows it.
   {
