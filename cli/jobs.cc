@@ -1,5 +1,6 @@
 // kforge job ..., kforge best, kforge export rollouts.
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "absl/flags/flag.h"
@@ -8,6 +9,7 @@
 #include "common/dialect.h"
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/grpcpp.h"
+#include "nlohmann/json.hpp"
 
 ABSL_DECLARE_FLAG(std::string, task);
 ABSL_DECLARE_FLAG(std::string, gpu);
@@ -28,6 +30,7 @@ ABSL_FLAG(std::string, base_url, "", "job submit: the provider's endpoint (e.g. 
 ABSL_FLAG(double, temperature, 0, "job submit: sampling temperature (0: the gateway's default)");
 ABSL_FLAG(bool, watch, false, "job submit: follow the job until it ends");
 ABSL_FLAG(std::string, job, "", "best: a job id");
+ABSL_FLAG(int, top, 1, "best: candidates per GPU type");
 ABSL_FLAG(std::string, out, "", "best: write sources to this directory; export: the JSONL file");
 
 namespace kforge::cli {
@@ -273,14 +276,21 @@ int Best() {
   req.set_job_id(absl::GetFlag(FLAGS_job));
   std::string gpu = absl::GetFlag(FLAGS_gpu);
   if (gpu != "any") req.set_gpu_type(gpu);
-  req.set_limit(static_cast<uint32_t>(std::min(absl::GetFlag(FLAGS_limit), 100)));
-  if (absl::GetFlag(FLAGS_limit) == 50) req.set_limit(1);  // the flag's default: the best only
+  req.set_limit(static_cast<uint32_t>(std::clamp(absl::GetFlag(FLAGS_top), 1, 100)));
   grpc::ClientContext ctx;
   SetDeadline(ctx);
   v1::BestCandidatesResponse resp;
   grpc::Status s = JobStub()->GetBestCandidates(&ctx, req, &resp);
   if (!s.ok()) return Fail(s);
   std::string dir = absl::GetFlag(FLAGS_out);
+  if (!dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) {
+      std::fprintf(stderr, "kforge: cannot create %s: %s\n", dir.c_str(), ec.message().c_str());
+      return kExitUsage;
+    }
+  }
   for (const auto& b : resp.best()) {
     PrintBest(b);
     if (dir.empty()) continue;
@@ -321,8 +331,12 @@ int ExportRollouts(const std::vector<std::string>& args) {
   v1::Rollout r;
   int n = 0;
   while (reader->Read(&r)) {
-    std::string line;
-    (void)google::protobuf::util::MessageToJsonString(r, &line, opts);
+    std::string json;
+    (void)google::protobuf::util::MessageToJsonString(r, &json, opts);
+    // Verdicts as the rest of kforge's JSON writes them: "ok", "incorrect", ...
+    nlohmann::json row = nlohmann::json::parse(json);
+    row["verdict"] = VerdictWord(r.verdict());
+    const std::string line = row.dump();
     if (file.is_open()) {
       file << line << "\n";
     } else {

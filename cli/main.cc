@@ -47,7 +47,7 @@ const char kUsage[] =
     "             [--base_url URL] [--temperature T] [--watch] [SEED_CANDIDATE...]\n"
     "  kforge job watch|get|cancel|trajectory JOB_ID\n"
     "  kforge job list [--task ID] [--limit N]\n"
-    "  kforge best --task ID | --job JOB_ID [--gpu TYPE] [--limit N] [--out DIR]\n"
+    "  kforge best --task ID | --job JOB_ID [--gpu TYPE] [--top N] [--out DIR]\n"
     "  kforge export rollouts JOB_ID [--out FILE.jsonl]\n"
     "Flags may also come from the environment (KFORGE_COORDINATOR, ...).";
 
