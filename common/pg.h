@@ -23,6 +23,12 @@
 typedef struct pg_conn PGconn;
 typedef struct pg_result PGresult;
 
+// SQL for a timestamptz column as RFC 3339 UTC with milliseconds ("2026-11-30T05:08:50.252Z"),
+// the form every API field of type timestamp uses. A macro so that it can be joined with other
+// string literals, also in constant expressions: KFORGE_PG_RFC3339("finished_at").
+#define KFORGE_PG_RFC3339(column) \
+  "to_char(" column " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+
 namespace kforge {
 
 // A query result (owning). Columns are addressed by index or name; values are text.

@@ -6,20 +6,12 @@
 namespace kforge {
 namespace {
 
-constexpr char kTimeFormat[] = "'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'";
-
-std::string Time(const std::string& column) {
-  return "to_char(" + column + " AT TIME ZONE 'UTC', " + kTimeFormat + ")";
-}
-
-const std::string& JobColumns() {
-  static const std::string cols =
-      "SELECT job_id, task_id, state, array_to_json(gpu_types)::text AS gpu_types, strategy, "
-      "  params::text AS params, coalesce(search_state::text, 'null') AS search_state, "
-      "  rounds_done, candidates_evaluated, tokens_used, coalesce(error, '') AS error, " +
-      Time("created_at") + " AS created, " + Time("updated_at") + " AS updated FROM jobs ";
-  return cols;
-}
+constexpr char kJobColumns[] =
+    "SELECT job_id, task_id, state, array_to_json(gpu_types)::text AS gpu_types, strategy, "
+    "  params::text AS params, coalesce(search_state::text, 'null') AS search_state, "
+    "  rounds_done, candidates_evaluated, tokens_used, coalesce(error, '') AS error, "
+    "  " KFORGE_PG_RFC3339("created_at") " AS created, "
+    "  " KFORGE_PG_RFC3339("updated_at") " AS updated FROM jobs ";
 
 nlohmann::json ParseJson(const std::string& text) {
   auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
@@ -63,19 +55,6 @@ absl::Status UnknownJob(const std::string& job_id) {
   return absl::NotFoundError("no job " + job_id);
 }
 
-std::vector<JobEvaluation> ParseResults(const PgResult& r) {
-  std::vector<JobEvaluation> out;
-  for (int i = 0; i < r.rows(); ++i) {
-    JobEvaluation e;
-    e.candidate_id = r.Get(i, "candidate_id");
-    e.gpu_type = r.Get(i, "gpu_type");
-    e.verdict = r.Get(i, "verdict");
-    if (!r.IsNull(i, r.col("speedup"))) e.speedup = r.GetDouble(i, "speedup");
-    out.push_back(std::move(e));
-  }
-  return out;
-}
-
 }  // namespace
 
 absl::StatusOr<std::string> JobStore::CreateJob(const std::string& task_id,
@@ -110,17 +89,18 @@ absl::StatusOr<std::string> JobStore::CreateJob(const std::string& task_id,
 
 absl::StatusOr<JobRow> JobStore::GetJob(const std::string& job_id) {
   if (!LooksLikeUuid(job_id)) return UnknownJob(job_id);
-  ASSIGN_OR_RETURN(PgResult r, pool_.Exec(JobColumns() + "WHERE job_id = $1", {job_id}));
+  ASSIGN_OR_RETURN(PgResult r,
+                   pool_.Exec(std::string(kJobColumns) + "WHERE job_id = $1", {job_id}));
   std::vector<JobRow> rows = ParseJobs(r);
   if (rows.empty()) return UnknownJob(job_id);
   return rows[0];
 }
 
 absl::StatusOr<std::vector<JobRow>> JobStore::ListJobs(int limit, const std::string& task_id) {
-  ASSIGN_OR_RETURN(PgResult r,
-                   pool_.Exec(JobColumns() + "WHERE ($1 = '' OR task_id = $1) "
-                                             "ORDER BY created_at DESC, job_id LIMIT $2",
-                              {task_id, std::to_string(limit)}));
+  ASSIGN_OR_RETURN(
+      PgResult r, pool_.Exec(std::string(kJobColumns) + "WHERE ($1 = '' OR task_id = $1) "
+                                                        "ORDER BY created_at DESC, job_id LIMIT $2",
+                             {task_id, std::to_string(limit)}));
   return ParseJobs(r);
 }
 
@@ -274,11 +254,12 @@ absl::Status JobStore::PutStep(const std::string& job_id, const JobStep& step, u
 }
 
 absl::StatusOr<std::vector<JobStep>> JobStore::Steps(const std::string& job_id) {
-  ASSIGN_OR_RETURN(PgResult r, pool_.Exec("SELECT round, step, kind, payload::text AS payload, " +
-                                              Time("created_at") +
-                                              " AS created FROM job_steps WHERE job_id = $1 "
-                                              "ORDER BY round, step",
-                                          {job_id}));
+  ASSIGN_OR_RETURN(
+      PgResult r,
+      pool_.Exec("SELECT round, step, kind, payload::text AS payload, " KFORGE_PG_RFC3339(
+                     "created_at") " AS created FROM job_steps WHERE job_id = $1 "
+                                   "ORDER BY round, step",
+                 {job_id}));
   std::vector<JobStep> out;
   for (int i = 0; i < r.rows(); ++i) {
     out.push_back({static_cast<int>(r.GetInt(i, "round")), static_cast<int>(r.GetInt(i, "step")),
@@ -297,31 +278,45 @@ absl::StatusOr<std::pair<int, int>> JobStore::BatchProgress(const std::string& b
 }
 
 absl::StatusOr<std::vector<JobEvaluation>> JobStore::BatchResults(const std::string& batch_id) {
-  ASSIGN_OR_RETURN(PgResult r, pool_.Exec("SELECT candidate_id, gpu_type, verdict, speedup "
-                                          "FROM evaluations WHERE batch_id = $1::uuid "
-                                          "AND state = 'done' ORDER BY finished_at, evaluation_id",
-                                          {batch_id}));
-  return ParseResults(r);
+  return FinishedEvaluations("batch_id = $1::uuid", batch_id);
 }
 
 absl::StatusOr<std::vector<JobEvaluation>> JobStore::JobResults(const std::string& job_id) {
+  return FinishedEvaluations("job_id = $1", job_id);
+}
+
+absl::StatusOr<std::vector<JobEvaluation>> JobStore::FinishedEvaluations(const std::string& where,
+                                                                         const std::string& id) {
   ASSIGN_OR_RETURN(PgResult r, pool_.Exec("SELECT candidate_id, gpu_type, verdict, speedup "
-                                          "FROM evaluations WHERE job_id = $1 AND state = 'done' "
-                                          "ORDER BY finished_at, evaluation_id",
-                                          {job_id}));
-  return ParseResults(r);
+                                          "FROM evaluations WHERE " +
+                                              where +
+                                              " AND state = 'done' "
+                                              "ORDER BY finished_at, evaluation_id",
+                                          {id}));
+  std::vector<JobEvaluation> out;
+  for (int i = 0; i < r.rows(); ++i) {
+    JobEvaluation e;
+    e.candidate_id = r.Get(i, "candidate_id");
+    e.gpu_type = r.Get(i, "gpu_type");
+    e.verdict = r.Get(i, "verdict");
+    if (!r.IsNull(i, r.col("speedup"))) e.speedup = r.GetDouble(i, "speedup");
+    out.push_back(std::move(e));
+  }
+  return out;
 }
 
 absl::StatusOr<std::vector<TrajectoryRow>> JobStore::Trajectory(const std::string& job_id) {
   if (!LooksLikeUuid(job_id)) return UnknownJob(job_id);
-  ASSIGN_OR_RETURN(PgResult r,
-                   pool_.Exec("SELECT t.evaluation_id, " + Time("t.finished_at") +
-                                  " AS finished, coalesce(t.round, 0) AS round, t.gpu_type, "
-                                  "  e.candidate_id, t.verdict, t.speedup, "
-                                  "  coalesce(t.best_so_far, 0) AS best "
-                                  "FROM job_trajectory t JOIN evaluations e USING (evaluation_id) "
-                                  "WHERE t.job_id = $1 ORDER BY t.finished_at, t.evaluation_id",
-                              {job_id}));
+  ASSIGN_OR_RETURN(
+      PgResult r,
+      pool_.Exec(
+          "SELECT t.evaluation_id, " KFORGE_PG_RFC3339(
+              "t.finished_at") " AS finished, coalesce(t.round, 0) AS round, t.gpu_type, "
+                               "  e.candidate_id, t.verdict, t.speedup, "
+                               "  coalesce(t.best_so_far, 0) AS best "
+                               "FROM job_trajectory t JOIN evaluations e USING (evaluation_id) "
+                               "WHERE t.job_id = $1 ORDER BY t.finished_at, t.evaluation_id",
+          {job_id}));
   std::vector<TrajectoryRow> out;
   for (int i = 0; i < r.rows(); ++i) {
     TrajectoryRow t;

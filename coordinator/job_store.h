@@ -111,6 +111,10 @@ class JobStore {
                                             const std::string& gpu_type, int per_type);
 
  private:
+  // Finished evaluations matching `where` (with $1 = id), in finishing order.
+  absl::StatusOr<std::vector<JobEvaluation>> FinishedEvaluations(const std::string& where,
+                                                                 const std::string& id);
+
   PgPool& pool_;
 };
 

@@ -46,8 +46,7 @@ absl::StatusOr<std::vector<WorkerRow>> PgStore::ListWorkers(double alive_window_
   ASSIGN_OR_RETURN(
       PgResult r,
       pool_.Exec("SELECT w.worker_id, w.hostname, w.gpu_type, w.slots, "
-                 "  to_char(w.last_heartbeat AT TIME ZONE 'UTC', "
-                 "          'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"') AS last_heartbeat, "
+                 "  " KFORGE_PG_RFC3339("w.last_heartbeat") " AS last_heartbeat, "
                  "  (w.last_heartbeat > now() - make_interval(secs => $1::float8)) AS alive, "
                  "  (SELECT count(*) FROM leases l WHERE l.worker_id = w.worker_id) AS leases "
                  "FROM workers w WHERE w.state <> 'gone' ORDER BY w.gpu_type, w.hostname",

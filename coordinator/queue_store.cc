@@ -48,7 +48,7 @@ constexpr char kEvaluationColumns[] =
     " evaluation_id, candidate_id, task_id, batch_id, gpu_type, "
     "  coalesce(ran_on_gpu_type, '') AS ran_on, coalesce(worker_id::text, '') AS worker, "
     "  coalesce(client_ref, '') AS client_ref, attempts, "
-    "  to_char(finished_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"') AS finished, "
+    "  " KFORGE_PG_RFC3339("finished_at") " AS finished, "
     "  result::text AS result ";
 
 StoredEvaluation ParseEvaluation(const PgResult& r, int i) {

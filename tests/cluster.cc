@@ -1,8 +1,6 @@
 #include "tests/cluster.h"
 
 #include <chrono>
-#include <fstream>
-#include <sstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -10,18 +8,11 @@
 #include "gtest/gtest.h"
 #include "tests/loopback.h"
 #include "tests/pg_harness.h"
+#include "tests/source_file.h"
 
 namespace kforge {
 
 using Clock = std::chrono::steady_clock;
-
-std::string Source(const std::string& relative) {
-  const char* root = std::getenv("KFORGE_SOURCE_DIR");
-  std::ifstream in(std::string(root ? root : ".") + "/" + relative);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 Cluster::Cluster(const std::string& db, bool gateway) {
   auto url = PgTestEnvironment::server().CreateDatabase(db);
@@ -73,7 +64,7 @@ std::unique_ptr<v1::JobService::Stub> Cluster::Stub() {
 std::string Cluster::SubmitTask(const std::string& relative) {
   v1::SubmitTaskRequest req;
   req.set_name(relative);
-  req.set_source(Source(relative));
+  req.set_source(ReadSourceFile(relative));
   v1::SubmitTaskResponse resp;
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));

@@ -13,11 +13,9 @@
 #include "common/pg.h"
 #include "kforge/v1/jobs.grpc.pb.h"
 #include "tests/service_process.h"
+#include "tests/source_file.h"  // ReadSourceFile, for the tests that use a Cluster
 
 namespace kforge {
-
-// The contents of $KFORGE_SOURCE_DIR/<relative>.
-std::string Source(const std::string& relative);
 
 class Cluster {
  public:

@@ -33,7 +33,7 @@ using Clock = std::chrono::steady_clock;
 
 // A variant of the slow candidate with its own content hash.
 std::string SlowCandidate(int i) {
-  return Source("tests/distributed/slow_relu.py") + "\n# variant " + std::to_string(i) + "\n";
+  return ReadSourceFile("tests/distributed/slow_relu.py") + "\n# variant " + std::to_string(i) + "\n";
 }
 
 // Reads a whole EvaluateBatch stream. `batch_id` gets the id from the initial metadata.
@@ -62,7 +62,7 @@ TEST(DistributedTest, BatchLandsOnlyOnWorkersOfTheRequestedType) {
   req.set_task_id(task);
   for (const char* c : {"correct", "wrong", "sleepy"}) {
     auto* spec = req.add_candidates();
-    spec->set_source(Source(std::string("examples/candidates/tiny_relu/") + c + ".py"));
+    spec->set_source(ReadSourceFile(std::string("examples/candidates/tiny_relu/") + c + ".py"));
     spec->set_client_ref(c);
   }
   req.add_gpu_types("typeA");

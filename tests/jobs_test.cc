@@ -38,7 +38,7 @@ v1::SubmitJobRequest ReluJob(const std::string& task_id, int rounds) {
   req.set_dialect(v1::DIALECT_KERNELBENCH);
   req.mutable_budget()->set_max_rounds(static_cast<uint32_t>(rounds));
   req.set_seed(42);
-  req.add_seed_candidates(Source("examples/candidates/tiny_relu/torch_chunked.py"));
+  req.add_seed_candidates(ReadSourceFile("examples/candidates/tiny_relu/torch_chunked.py"));
   return req;
 }
 
@@ -230,7 +230,7 @@ TEST(JobsTest, IdeaBranchingJobAsksForIdeasThenImplementsThem) {
   std::string task = cluster.SubmitTask("examples/tasks/tiny/tiny_add_scale.py");
   v1::SubmitJobRequest req = ReluJob(task, 2);
   req.clear_seed_candidates();
-  req.add_seed_candidates(Source("examples/candidates/tiny_add_scale/torch_chunked.py"));
+  req.add_seed_candidates(ReadSourceFile("examples/candidates/tiny_add_scale/torch_chunked.py"));
   req.set_strategy("idea_branching");
   req.clear_strategy_params();
   (*req.mutable_strategy_params())["ideas_per_round"] = "2";
