@@ -73,8 +73,9 @@ grpc::Status WorkerServiceImpl::Register(grpc::ServerContext*, const v1::Registe
   return grpc::Status::OK;
 }
 
-// One worker's stream. Slots are counted here: `outstanding` leases were sent and not
-// answered, `reserved` slots are being filled by a lease statement in flight.
+// One worker's stream. Slots are counted here (the worker's slots plus the leases it asked to
+// build ahead): `outstanding` leases were sent and not answered, `reserved` slots are being
+// filled by a lease statement in flight.
 class WorkerServiceImpl::Stream {
  public:
   Stream(WorkerServiceImpl& service, WorkerStream* rpc, std::string worker_id, std::string gpu_type,
@@ -290,7 +291,10 @@ grpc::Status WorkerServiceImpl::Connect(grpc::ServerContext* ctx, WorkerStream* 
   const std::string worker_id = first.hello().worker_id();
   auto worker = store_.GetWorker(worker_id);
   if (!worker.ok()) return ToGrpcStatus(worker.status());
-  Stream stream(*this, rpc, worker_id, worker->gpu_type, worker->slots);
+  // Leases beyond the slots wait on the worker while it builds them on its CPUs.
+  const int prefetch =
+      static_cast<int>(std::min<uint32_t>(first.hello().prefetch(), 2u * static_cast<uint32_t>(worker->slots)));
+  Stream stream(*this, rpc, worker_id, worker->gpu_type, worker->slots + prefetch);
   std::thread reader([&] { stream.Read(); });
   stream.Lease(ctx);
   ctx->TryCancel();

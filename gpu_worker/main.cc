@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
 
@@ -26,6 +27,9 @@ ABSL_FLAG(std::string, eval_binary, "", "kforge-eval (default: next to this bina
 ABSL_FLAG(std::string, cache_dir, "/tmp/kforge-cache", "build cache shared by the children");
 ABSL_FLAG(double, metrics_sample_s, 1,
           "how often the per-slot busy and GPU utilisation metrics are sampled");
+ABSL_FLAG(int, prefetch, -1,
+          "leases to hold beyond the slots and build ahead on the CPUs while the slots run "
+          "(-1: one per slot with a GPU, none in CPU mode; 0: off)");
 ABSL_FLAG(std::string, sandbox_user, "nobody",
           "when running as root, evaluations run as this user; empty keeps root (weaker)");
 
@@ -80,6 +84,17 @@ int Run() {
   int slots = absl::GetFlag(FLAGS_slots);
   f.set_slots(static_cast<uint32_t>(slots > 0 ? slots : (options.cpu_mode ? 1 : gpus.count)));
   options.metrics_sample_s = absl::GetFlag(FLAGS_metrics_sample_s);
+  int prefetch = absl::GetFlag(FLAGS_prefetch);
+  options.prefetch = prefetch >= 0 ? prefetch : (options.cpu_mode ? 0 : static_cast<int>(f.slots()));
+  if (!options.cpu_mode && !f.compute_capability().empty()) {
+    const std::string& cc = f.compute_capability();  // "9.0"
+    std::string digits = cc;
+    digits.erase(std::remove(digits.begin(), digits.end(), '.'), digits.end());
+    options.arch = "sm_" + digits;
+    // load_inline derives nvcc's -gencode flags from this when set, from the GPU otherwise:
+    // set, the builds ahead (no GPU visible) and the timed runs build the same thing.
+    setenv("TORCH_CUDA_ARCH_LIST", cc.c_str(), /*overwrite=*/0);
+  }
   f.set_version("kforge 0.1");
 
   ServiceHost host({.name = "worker",
@@ -98,6 +113,7 @@ int Run() {
                               {"driver_version", f.driver_version()},
                               {"cuda_version", f.cuda_version()},
                               {"slots", std::to_string(f.slots())},
+                              {"prefetch", std::to_string(options.prefetch)},
                               {"eval_binary", options.eval_binary}});
   std::atomic<bool> stop{false};
   Worker worker(options, host.metrics().registry());

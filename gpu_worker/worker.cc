@@ -39,10 +39,17 @@ v1::EvalResult Failure(const std::string& reason, const std::string& rule) {
   return r;
 }
 
+// A lease waiting for a slot, and where its build ahead stands.
+struct Pending {
+  enum class Build { kNotStarted, kRunning, kDone };
+  v1::Lease lease;
+  Build build = Build::kNotStarted;
+};
+
 // Everything the stream threads share.
 struct Shared {
   absl::Mutex mu;
-  std::deque<v1::Lease> queued ABSL_GUARDED_BY(mu);
+  std::deque<Pending> queued ABSL_GUARDED_BY(mu);
   std::set<std::string> held ABSL_GUARDED_BY(mu);  // queued or running lease ids
   int running ABSL_GUARDED_BY(mu) = 0;
   std::vector<v1::WorkerMessage> outbox ABSL_GUARDED_BY(mu);  // results not yet written
@@ -80,11 +87,15 @@ SandboxPolicy PolicyFor(const WorkerOptions& options) {
   return policy;
 }
 
-std::vector<std::string> ExtraEnv() {
+// What the children inherit. TORCH_CUDA_ARCH_LIST (set by main from the GPU) makes
+// load_inline's nvcc flags the same in a build ahead, which sees no GPU, as in the timed run.
+std::vector<std::string> ExtraEnv(bool build_only = false) {
   std::vector<std::string> env;
-  for (const char* name : {"KFORGE_PYTHONPATH", "CUDA_VISIBLE_DEVICES"}) {
+  for (const char* name : {"KFORGE_PYTHONPATH", "CUDA_VISIBLE_DEVICES", "TORCH_CUDA_ARCH_LIST"}) {
+    if (build_only && std::string(name) == "CUDA_VISIBLE_DEVICES") continue;
     if (const char* v = std::getenv(name)) env.push_back(std::string(name) + "=" + v);
   }
+  if (build_only) env.push_back("CUDA_VISIBLE_DEVICES=");  // builds never touch a GPU
   return env;
 }
 
@@ -114,22 +125,25 @@ v1::EvalResult RunEvaluation(const WorkerOptions& options, v1::EvalRequest reque
     argv.push_back(options.cache_dir);
   }
   SandboxPolicy policy = PolicyFor(options);
-  policy.wall_limit_s = (lim.build_s() > 0 ? lim.build_s() : 120) +
-                        (lim.correctness_s() > 0 ? lim.correctness_s() : 120) +
-                        (lim.timing_s() > 0 ? lim.timing_s() : 60) + 180 + options.extra_wall_s;
+  policy.wall_limit_s = (lim.build_s() > 0 ? lim.build_s() : 120) + options.extra_wall_s;
+  if (!request.build_only()) {
+    policy.wall_limit_s += (lim.correctness_s() > 0 ? lim.correctness_s() : 120) +
+                           (lim.timing_s() > 0 ? lim.timing_s() : 60) + 180;
+  }
+  const std::vector<std::string> env = ExtraEnv(request.build_only());
   // One fork server per slot thread (eval_server_client.h); KFORGE_EVAL_SERVER=off disables it.
   const char* use_server = std::getenv("KFORGE_EVAL_SERVER");
   if (!use_server || std::string(use_server) != "off") {
     thread_local std::unique_ptr<EvalServerClient> server;
     if (!server) {
       server = std::make_unique<EvalServerClient>(
-          EvalServerConfig{policy, options.eval_binary, options.cache_dir, ExtraEnv()});
+          EvalServerConfig{policy, options.eval_binary, options.cache_dir, env});
     }
     std::string why;
     if (auto result = server->Evaluate(request, policy.wall_limit_s, &why)) return *result;
     LogWarning("fork server unavailable, evaluating in a one-shot child", {{"why", why}});
   }
-  SubprocessResult run = RunSandboxed(policy, argv, ExtraEnv(), request.SerializeAsString());
+  SubprocessResult run = RunSandboxed(policy, argv, env, request.SerializeAsString());
   v1::EvalResult result;
   std::string error;
   if (run.Succeeded() && ResultFromJson(run.stdout_data, &result, &error)) return result;
@@ -233,15 +247,31 @@ void Worker::Run(const std::atomic<bool>& stop) {
       const std::string& device = devices[static_cast<size_t>(slot)];
       while (true) {
         v1::Lease lease;
+        bool built_ahead = false;
         {
           absl::MutexLock lock(&shared.mu);
+          // A built lease first, else the oldest not being built; one whose build is running
+          // is waited for rather than built twice.
+          auto pick = [&]() ABSL_SHARED_LOCKS_REQUIRED(shared.mu) {
+            auto first_not_started = shared.queued.end();
+            for (auto it = shared.queued.begin(); it != shared.queued.end(); ++it) {
+              if (it->build == Pending::Build::kDone) return it;
+              if (it->build == Pending::Build::kNotStarted &&
+                  first_not_started == shared.queued.end()) {
+                first_not_started = it;
+              }
+            }
+            return first_not_started;
+          };
           auto ready = [&]() ABSL_SHARED_LOCKS_REQUIRED(shared.mu) {
-            return shared.quit || !shared.queued.empty();
+            return shared.quit || pick() != shared.queued.end();
           };
           shared.mu.Await(absl::Condition(&ready));
-          if (shared.queued.empty()) return;
-          lease = std::move(shared.queued.front());
-          shared.queued.pop_front();
+          auto it = pick();
+          if (it == shared.queued.end()) return;
+          lease = std::move(it->lease);
+          built_ahead = it->build == Pending::Build::kDone;
+          shared.queued.erase(it);
           ++shared.running;
         }
         busy.Increment();
@@ -249,7 +279,8 @@ void Worker::Run(const std::atomic<bool>& stop) {
         LogInfo("evaluation started", {{"lease_id", lease.lease_id()},
                                        {"evaluation_id", lease.evaluation_id()},
                                        {"slot", std::to_string(slot)},
-                                       {"device", device}});
+                                       {"device", device},
+                                       {"built_ahead", built_ahead ? "true" : "false"}});
         auto t0 = Clock::now();
         v1::EvalResult result = RunEvaluation(options_, lease.request(), device);
         double secs = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -271,6 +302,88 @@ void Worker::Run(const std::atomic<bool>& stop) {
         absl::MutexLock lock(&shared.mu);
         --shared.running;
         shared.held.erase(lease.lease_id());
+      }
+    });
+  }
+
+  // Builders: each takes the oldest lease that no idle slot is about to take, runs
+  // kforge-eval --build-only on the CPUs (filling the caches the timed run reads), and marks it
+  // built. A compile error or a rejection is final: it goes back as the result, and no slot
+  // spends GPU time on it.
+  auto& builds = prometheus::BuildCounter()
+                     .Name("kforge_worker_builds_ahead_total")
+                     .Help("Builds ahead of the slots, by outcome (built, or the final verdict)")
+                     .Register(metrics_);
+  auto& build_seconds = prometheus::BuildHistogram()
+                            .Name("kforge_worker_build_ahead_seconds")
+                            .Help("Wall time of one build ahead")
+                            .Register(metrics_)
+                            .Add({}, stage_buckets);
+  std::vector<std::thread> builder_threads;
+  for (int b = 0; b < std::max(options_.prefetch, 0); ++b) {
+    builder_threads.emplace_back([&] {
+      while (true) {
+        v1::Lease lease;
+        {
+          absl::MutexLock lock(&shared.mu);
+          auto pick = [&]() ABSL_SHARED_LOCKS_REQUIRED(shared.mu) {
+            int idle = slots - shared.running;  // the oldest leases are theirs
+            for (auto it = shared.queued.begin(); it != shared.queued.end(); ++it) {
+              if (it->build != Pending::Build::kNotStarted) continue;
+              if (idle-- > 0) continue;
+              return it;
+            }
+            return shared.queued.end();
+          };
+          auto ready = [&]() ABSL_SHARED_LOCKS_REQUIRED(shared.mu) {
+            return shared.quit || pick() != shared.queued.end();
+          };
+          shared.mu.Await(absl::Condition(&ready));
+          if (shared.quit) return;
+          auto it = pick();
+          it->build = Pending::Build::kRunning;
+          lease = it->lease;
+        }
+        LogInfo("build ahead started", {{"lease_id", lease.lease_id()},
+                                        {"evaluation_id", lease.evaluation_id()}});
+        v1::EvalRequest request = lease.request();
+        request.set_build_only(true);
+        request.set_arch(options_.arch);
+        auto t0 = Clock::now();
+        v1::EvalResult result = RunEvaluation(options_, request, "cpu");
+        double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+        build_seconds.Observe(secs);
+        const bool final = result.verdict() == v1::VERDICT_COMPILE_ERROR ||
+                           result.verdict() == v1::VERDICT_REJECTED;
+        const char* outcome = final ? VerdictName(result.verdict()) : "built";
+        builds.Add({{"outcome", outcome}}).Increment();
+        LogInfo("build ahead done", {{"lease_id", lease.lease_id()},
+                                     {"evaluation_id", lease.evaluation_id()},
+                                     {"outcome", outcome},
+                                     {"seconds", std::to_string(secs)}});
+        bool deliver_result = false;
+        {
+          absl::MutexLock lock(&shared.mu);
+          for (auto it = shared.queued.begin(); it != shared.queued.end(); ++it) {
+            if (it->lease.lease_id() != lease.lease_id()) continue;
+            // Still ours (a drain hands queued leases back meanwhile).
+            if (final) {
+              shared.queued.erase(it);
+              shared.held.erase(lease.lease_id());
+              deliver_result = true;
+            } else {
+              it->build = Pending::Build::kDone;
+            }
+            break;
+          }
+        }
+        if (deliver_result) {
+          evaluations.Add({{"verdict", VerdictName(result.verdict())}}).Increment();
+          v1::WorkerMessage m;
+          m.mutable_result()->set_lease_id(lease.lease_id());
+          *m.mutable_result()->mutable_result() = std::move(result);
+          deliver(m);
+        }
       }
     });
   }
@@ -323,6 +436,7 @@ void Worker::Run(const std::atomic<bool>& stop) {
     }
     v1::WorkerMessage hello;
     hello.mutable_hello()->set_worker_id(worker_id);
+    hello.mutable_hello()->set_prefetch(static_cast<uint32_t>(std::max(options_.prefetch, 0)));
     s->Write(hello);
     LogInfo("connected", {{"worker_id", worker_id}});
     // Results finished while disconnected go first.
@@ -347,14 +461,17 @@ void Worker::Run(const std::atomic<bool>& stop) {
             absl::MutexLock lock(&shared.mu);
             if (draining_now && !shared.draining) {
               shared.draining = true;
-              to_release.assign(shared.queued.begin(), shared.queued.end());
+              for (const auto& p : shared.queued) to_release.push_back(p.lease);
               for (const auto& l : to_release) shared.held.erase(l.lease_id());
               shared.queued.clear();
             }
             for (const auto& id : shared.held) hb.mutable_heartbeat()->add_lease_ids(id);
             hb.mutable_heartbeat()->set_draining(shared.draining);
+            int capacity = slots + std::max(options_.prefetch, 0);
             hb.mutable_heartbeat()->set_free_slots(
-                shared.draining ? 0 : static_cast<uint32_t>(slots - static_cast<int>(shared.held.size())));
+                shared.draining
+                    ? 0
+                    : static_cast<uint32_t>(std::max(capacity - static_cast<int>(shared.held.size()), 0)));
           }
           s->Write(hb);
           for (const auto& l : to_release) {
@@ -392,7 +509,7 @@ void Worker::Run(const std::atomic<bool>& stop) {
         continue;
       }
       shared.held.insert(msg.lease().lease_id());
-      shared.queued.push_back(msg.lease());
+      shared.queued.push_back(Pending{msg.lease()});
     }
     session_over = true;
     heartbeat.join();
@@ -426,6 +543,7 @@ void Worker::Run(const std::atomic<bool>& stop) {
     shared.queued.clear();
   }
   for (auto& t : slot_threads) t.join();
+  for (auto& t : builder_threads) t.join();
   sampler_stop = true;
   sampler.join();
   LogInfo("drained");

@@ -1,12 +1,14 @@
 // The worker's main loop: register with the coordinator, hold one bidirectional stream,
 // run each leased evaluation as a kforge-eval child (one slot per GPU, or --slots in CPU
-// mode), send results back, heartbeat the leases it holds, reconnect with backoff when the
-// coordinator goes away, and drain on request (stop taking leases, hand back those not
-// started, finish the running ones).
+// mode), build the next leases ahead on the CPUs while the slots run, send results back,
+// heartbeat the leases it holds, reconnect with backoff when the coordinator goes away, and
+// drain on request (stop taking leases, hand back those not started, finish the running
+// ones).
 //
 // Threading: Run() owns the stream on the calling thread (reads); one thread per slot runs
-// evaluations; a heartbeat thread writes heartbeats; a sampler thread refreshes the per-slot
-// metrics (slot_metrics.h). Stream writes are serialised by a mutex.
+// evaluations; `prefetch` builder threads run builds ahead; a heartbeat thread writes
+// heartbeats; a sampler thread refreshes the per-slot metrics (slot_metrics.h). Stream writes
+// are serialised by a mutex.
 #ifndef KFORGE_GPU_WORKER_WORKER_H_
 #define KFORGE_GPU_WORKER_WORKER_H_
 
@@ -34,6 +36,10 @@ struct WorkerOptions {
   // mode or when unknown (then only the busy series are exported).
   std::vector<std::string> gpu_pci_bus_ids;
   double metrics_sample_s = 1;  // how often the per-slot metrics are sampled
+  // Leases held beyond the slots and built ahead on the CPUs (kforge-eval --build-only, one
+  // builder thread each) while the slots time others; 0 turns building ahead off.
+  int prefetch = 0;
+  std::string arch;  // NVRTC target of the slots' GPUs ("sm_90"), for the builds ahead
 };
 
 // Checks that a sandboxed child can run kforge-eval (binary, libraries, Python packages and
@@ -41,7 +47,8 @@ struct WorkerOptions {
 absl::Status CheckSandbox(const WorkerOptions& options);
 
 // Evaluates one request in a sandboxed kforge-eval child and returns its result, or a
-// runtime_error result saying why the child gave none. Exposed for tests.
+// runtime_error result saying why the child gave none. A build_only request runs with no GPU
+// visible. Exposed for tests.
 v1::EvalResult RunEvaluation(const WorkerOptions& options, v1::EvalRequest request,
                              const std::string& device);
 

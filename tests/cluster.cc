@@ -46,11 +46,13 @@ void Cluster::StartCoordinator() {
   coordinator_ = std::move(c).value();
 }
 
-ServiceProcess* Cluster::StartWorker(const std::string& gpu_type, int slots) {
-  auto w = ServiceProcess::Start(
-      BuiltBinary("gpu_worker/kforge-worker"),
-      {"--coordinator=" + address_, "--gpu_type=" + gpu_type, "--device=cpu",
-       "--slots=" + std::to_string(slots), "--cache_dir=/tmp/kforge-test-cache"});
+ServiceProcess* Cluster::StartWorker(const std::string& gpu_type, int slots,
+                                     const std::vector<std::string>& extra) {
+  std::vector<std::string> args = {"--coordinator=" + address_, "--gpu_type=" + gpu_type,
+                                   "--device=cpu", "--slots=" + std::to_string(slots),
+                                   "--cache_dir=/tmp/kforge-test-cache"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  auto w = ServiceProcess::Start(BuiltBinary("gpu_worker/kforge-worker"), args);
   EXPECT_TRUE(w.ok()) << w.status();
   if (!w.ok()) return nullptr;
   workers_.push_back(std::move(w).value());

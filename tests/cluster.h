@@ -26,7 +26,9 @@ class Cluster {
   void StartCoordinator();
   void KillCoordinator() { coordinator_->Kill(); }
   ServiceProcess* coordinator() { return coordinator_.get(); }
-  ServiceProcess* StartWorker(const std::string& gpu_type, int slots = 1);
+  // A CPU-mode worker; `extra` flags are appended (e.g. "--prefetch=1").
+  ServiceProcess* StartWorker(const std::string& gpu_type, int slots = 1,
+                              const std::vector<std::string>& extra = {});
   std::unique_ptr<v1::JobService::Stub> Stub();
   std::string SubmitTask(const std::string& relative);
   // SELECT helper on the cluster's database.

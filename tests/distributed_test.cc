@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/pg.h"
+#include "common/result_json.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "kforge/v1/jobs.grpc.pb.h"
@@ -198,6 +199,67 @@ TEST(DistributedTest, DatabaseRestartMidRunLosesNothing) {
   ASSERT_TRUE(s.ok()) << s.error_message();
   ASSERT_EQ(all.size(), 2u);
   for (const auto& r : all) EXPECT_EQ(r.result().verdict(), v1::VERDICT_OK) << r.result().reason();
+}
+
+// A field of one of the services' JSON log lines ("" when absent).
+std::string LogField(const std::string& line, const std::string& key) {
+  std::string marker = "\"" + key + "\":\"";
+  size_t at = line.find(marker);
+  if (at == std::string::npos) return "";
+  at += marker.size();
+  return line.substr(at, line.find('"', at) - at);
+}
+
+TEST(DistributedTest, WorkerBuildsTheNextLeaseWhileItsSlotRunsAndCompileErrorsNeverReachASlot) {
+  Cluster cluster("dist_build_ahead");
+  ServiceProcess* worker = cluster.StartWorker("cpu", 1, {"--prefetch=1"});
+  ASSERT_NE(worker, nullptr);
+  std::string task = cluster.SubmitTask("examples/tasks/tiny/tiny_relu.py");
+  v1::EvaluateBatchRequest req;
+  req.set_task_id(task);
+  for (int i = 0; i < 3; ++i) req.add_candidates()->set_source(SlowCandidate(20 + i));
+  req.add_candidates()->set_source(ReadSourceFile("tests/engine/candidates/nvrtc_compile_error.py"));
+  req.add_gpu_types("cpu");
+  std::vector<v1::EvaluationRecord> records;
+  auto stub = cluster.Stub();
+  grpc::Status s = ReadBatch(*stub, req, &records, nullptr);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_EQ(records.size(), 4u);
+  std::map<std::string, int> verdicts;
+  for (const auto& r : records) ++verdicts[VerdictName(r.result().verdict())];
+  EXPECT_EQ(verdicts["ok"], 3);
+  EXPECT_EQ(verdicts["compile_error"], 1);
+  PgResult rows = cluster.Query(
+      "SELECT count(*) AS n, count(*) FILTER (WHERE state = 'done') AS done, max(attempts) AS a, "
+      "  (SELECT count(*) FROM leases) AS leases FROM evaluations");
+  EXPECT_EQ(rows.Get(0, "n"), "4");
+  EXPECT_EQ(rows.Get(0, "done"), "4");
+  EXPECT_EQ(rows.Get(0, "a"), "1");
+  EXPECT_EQ(rows.Get(0, "leases"), "0");
+
+  // The worker's log, in order: which lease ran on the slot and which was built meanwhile.
+  std::istringstream log(worker->log());
+  std::string line;
+  std::set<std::string> running, started, built_while_running, started_built;
+  std::string compile_error_lease;
+  while (std::getline(log, line)) {
+    std::string msg = LogField(line, "msg"), lease = LogField(line, "lease_id");
+    if (msg == "evaluation started") {
+      running.insert(lease);
+      started.insert(lease);
+      if (LogField(line, "built_ahead") == "true") started_built.insert(lease);
+    } else if (msg == "evaluation done") {
+      running.erase(lease);
+    } else if (msg == "build ahead done") {
+      if (!running.empty() && !running.count(lease)) built_while_running.insert(lease);
+      if (LogField(line, "outcome") == "compile_error") compile_error_lease = lease;
+    }
+  }
+  EXPECT_EQ(started.size(), 3u) << "the compile error must be decided by the build ahead";
+  EXPECT_FALSE(compile_error_lease.empty());
+  EXPECT_EQ(started.count(compile_error_lease), 0u);
+  EXPECT_GE(built_while_running.size(), 2u) << worker->log();
+  EXPECT_GE(started_built.size(), 1u) << worker->log();
 }
 
 }  // namespace

@@ -92,7 +92,10 @@ class Evaluation {
     result_.set_verdict(v->verdict);
     result_.set_reason(v->reason);
     result_.set_rule(v->rule);
-    if (v->verdict == v1::VERDICT_OK) {
+    if (v->verdict == v1::VERDICT_OK && req_.build_only()) {
+      result_.set_stage("built");
+      result_.clear_speedup();
+    } else if (v->verdict == v1::VERDICT_OK) {
       result_.set_stage("done");
       result_.set_speedup(result_.reference().median_ms() / result_.candidate().median_ms());
     } else {
@@ -151,6 +154,7 @@ class Evaluation {
       result_.mutable_stages()->set_build_s(Since(t));
       if (dialect != v1::DIALECT_CPP) result_.set_compiler_log(GetNvrtcCompileStats().last_log);
       if (v) return v;
+      if (req_.build_only()) return Verdict{v1::VERDICT_OK, "built (build only)", ""};
       Enter(Stage::kCorrectness);
       t = Clock::now();
       v = Correctness(dialect);
@@ -222,6 +226,10 @@ class Evaluation {
       init_seed_ = DeriveSeed(seed_, 1000);
       SeedAll(init_seed_);
       init_inputs_ = ToDevice(task_.attr("get_init_inputs")(), Target{});
+      if (req_.build_only()) {  // the reference is not needed to build
+        switches_ = SwitchSnapshot();
+        return std::nullopt;
+      }
       SeedAll(init_seed_);
       ref_model_ = CallOnDevice(task_.attr("Model"), target_, init_inputs_).attr("to")(target_.name());
     } catch (const py::error_already_set& e) {
@@ -258,7 +266,7 @@ class Evaluation {
       SeedAll(init_seed_);
       cand_model_ =
           CallOnDevice(candidate_.attr("ModelNew"), target_, init_inputs_).attr("to")(target_.name());
-      CopyMatchingState(ref_model_, cand_model_);
+      if (!req_.build_only()) CopyMatchingState(ref_model_, cand_model_);
     } catch (const py::error_already_set& e) {
       std::string what = DescribePythonError(e);
       return Verdict{v1::VERDICT_RUNTIME_ERROR, "ModelNew could not be constructed: " + what,
@@ -289,6 +297,7 @@ class Evaluation {
       return Verdict{v1::VERDICT_RUNTIME_ERROR, b.error, "engine_error"};
     }
     cpp_ = std::move(b.candidate);
+    if (req_.build_only()) return std::nullopt;
     std::vector<at::Tensor> params;
     py::dict state = ref_model_.attr("state_dict")();
     for (auto item : state) {

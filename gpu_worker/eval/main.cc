@@ -4,7 +4,7 @@
 //               [--device cuda[:N]|cpu] [--arch sm_XX] [--seed N] [--json OUT]
 //               [--trials N] [--atol X] [--rtol X] [--min-samples N] [--max-rel-stderr X]
 //               [--build-timeout S] [--correctness-timeout S] [--timing-timeout S]
-//               [--cache-dir DIR] [--request REQ.pb] [--result-pb OUT.pb]
+//               [--cache-dir DIR] [--request REQ.pb] [--result-pb OUT.pb] [--build-only]
 //   kforge-eval --serve stdio|FIFO_DIR [--answer pb|json] [--cache-dir DIR]  (fork server)
 //
 // Exit status: 0 whenever a verdict was produced (whatever it is), 2 for bad usage.
@@ -31,8 +31,9 @@ constexpr char kUsage[] =
     "                   [--device cuda[:N]|cpu] [--arch sm_XX] [--seed N] [--json OUT]\n"
     "                   [--trials N] [--atol X] [--rtol X] [--min-samples N]\n"
     "                   [--max-rel-stderr X] [--build-timeout S] [--correctness-timeout S]\n"
-    "                   [--timing-timeout S] [--cache-dir DIR]\n"
+    "                   [--timing-timeout S] [--cache-dir DIR] [--build-only]\n"
     "       kforge-eval --request REQ.pb|- [--result-pb OUT.pb] [--json OUT] [--cache-dir DIR]\n"
+    "                   [--build-only]\n"
     "       kforge-eval --baseline TASK_DIR [--device D] [--json OUT.jsonl] [--per-task-cap S]\n"
     "       kforge-eval --serve stdio|FIFO_DIR [--answer pb|json] [--cache-dir DIR]\n"
     "                   (fork server: framed\n"
@@ -66,11 +67,16 @@ int main(int argc, char** argv) {
   using namespace kforge;
   auto process_start = std::chrono::steady_clock::now();
   std::map<std::string, std::string> flags;
+  bool build_only = false;  // the one flag without a value
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--help" || a == "-h") {
       std::printf("%s\n", kUsage);
       return 0;
+    }
+    if (a == "--build-only") {
+      build_only = true;
+      continue;
     }
     if (a.rfind("--", 0) != 0) return Usage("unexpected argument " + a);
     auto eq = a.find('=');
@@ -158,6 +164,8 @@ int main(int argc, char** argv) {
     req.mutable_limits()->set_correctness_s(num("correctness-timeout", 0));
     req.mutable_limits()->set_timing_s(num("timing-timeout", 0));
   }
+
+  if (build_only) req.set_build_only(true);
 
   eval::EngineContext ctx;
   ctx.process_start = process_start;
