@@ -1,8 +1,8 @@
 #include "common/base/files.h"
 
-#include <unistd.h>
-
+#include <cstdint>
 #include <cstdio>
+#include <random>
 #include <fstream>
 #include <sstream>
 
@@ -16,8 +16,17 @@ std::string ReadFileOrEmpty(const std::string& path) {
   return ss.str();
 }
 
+std::string TempNameFor(const std::string& path) {
+  // Fresh entropy on every call: a generator's state would be copied into forked children.
+  std::random_device rd;
+  uint64_t v = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(v));
+  return path + ".tmp." + hex;
+}
+
 bool WriteFileAtomically(const std::string& path, const std::string& data) {
-  std::string tmp = path + ".tmp" + std::to_string(getpid());
+  std::string tmp = TempNameFor(path);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     out.write(data.data(), static_cast<std::streamsize>(data.size()));

@@ -14,6 +14,10 @@ std::string ReadFileOrEmpty(const std::string& path);
 // Writes through a temporary name and a rename, so readers (other processes too) never see a
 // partial file. False when it could not be written.
 bool WriteFileAtomically(const std::string& path, const std::string& data);
+// A name beside `path` for writing it before a rename: `path` + ".tmp." + 16 random hex
+// digits. Not the pid: sandboxed processes each have their own PID namespace, so two of them
+// writing the same cache entry would otherwise pick the same name.
+std::string TempNameFor(const std::string& path);
 
 }  // namespace kforge
 
