@@ -34,10 +34,7 @@ gc_begin
 gc_unpack
 gc_build_eval
 gc_start_pg
-start coordinator "$B/kforge-coordinator" --database_url="$DB_URL" \
-  --grpc_address=127.0.0.1:0 --metrics_address=127.0.0.1:0 ||
-  { tail -20 "$L/coordinator.log"; die "coordinator"; }
-COORD=127.0.0.1:$(port_of coordinator grpc_port)
+gc_start_coordinator
 KF=("$B/kforge" --coordinator="$COORD" --timeout_s=1200)
 
 # Writes run $1's candidates for task $2 into $WORK/cands/$1/$2 and prints their paths.

@@ -45,10 +45,7 @@ gc_start_pg
 # The gateway's port is chosen first: the coordinator (which applies the migrations the
 # gateway waits for) must know where to find it.
 GW_PORT=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-start coordinator "$B/kforge-coordinator" --database_url="$DB_URL" \
-  --grpc_address=127.0.0.1:0 --metrics_address=127.0.0.1:0 \
-  --gateway_address="127.0.0.1:$GW_PORT" || { tail -20 "$L/coordinator.log"; die "coordinator"; }
-COORD=127.0.0.1:$(port_of coordinator grpc_port)
+gc_start_coordinator --gateway_address="127.0.0.1:$GW_PORT"
 start gateway "$B/kforge-gateway" --database_url="$DB_URL" \
   --grpc_address="127.0.0.1:$GW_PORT" --metrics_address=127.0.0.1:0 ||
   { tail -20 "$L/gateway.log"; die "gateway"; }

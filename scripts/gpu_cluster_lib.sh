@@ -13,6 +13,7 @@
 #   gc_start_pg       starts PostgreSQL with an empty database kforge; DB_URL, PSQL
 #   start NAME BIN FLAGS...  a service with a ready file; status 1 when it does not come up
 #   port_of NAME KEY  a port from NAME's ready file (KEY grpc_port or metrics_port)
+#   gc_start_coordinator FLAGS...  the coordinator on that database; COORD its address
 #   gc_start_worker FLAGS...  the worker (one slot per GPU; DEVICE=cpu: two CPU slots) with
 #                     FLAGS; falls back to --sandbox_user= when nobody cannot run kforge-eval
 # As root, PostgreSQL and the sandbox's children run as nobody (as_user).
@@ -123,6 +124,14 @@ start() {
   return 1
 }
 port_of() { sed -E "s/.*\"$2\":([0-9]+).*/\1/" "$WORK/run/$1.ready"; }
+
+# The coordinator on the database of gc_start_pg, with FLAGS; sets COORD (its gRPC address).
+gc_start_coordinator() {
+  start coordinator "$B/kforge-coordinator" --database_url="$DB_URL" \
+    --grpc_address=127.0.0.1:0 --metrics_address=127.0.0.1:0 "$@" ||
+    { tail -20 "$L/coordinator.log"; die "coordinator"; }
+  COORD=127.0.0.1:$(port_of coordinator grpc_port)
+}
 
 gc_start_worker() {
   if [[ $DEVICE == cpu ]]; then

@@ -36,10 +36,7 @@ gc_build_eval
 
 # 3. PostgreSQL, coordinator, worker.
 gc_start_pg
-start coordinator "$B/kforge-coordinator" --database_url="$DB_URL" \
-  --grpc_address=127.0.0.1:0 --metrics_address=127.0.0.1:0 ||
-  { tail -20 "$L/coordinator.log"; die "coordinator"; }
-COORD=127.0.0.1:$(port_of coordinator grpc_port)
+gc_start_coordinator
 gc_start_worker --coordinator="$COORD" --metrics_sample_s=0.5
 WORKER_METRICS=$(port_of worker metrics_port)
 KF=("$B/kforge" --coordinator="$COORD" --timeout_s=600)
