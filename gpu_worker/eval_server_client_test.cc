@@ -56,6 +56,25 @@ class EvalServerClientTest : public ::testing::Test {
   EvalServerConfig config_;
 };
 
+// load_inline finds its build directory through os.environ, which a fork server's Python
+// copied when it started: the engine must set it there for every request, not only in the C
+// environment (else every evaluation builds again in its own scratch HOME).
+TEST_F(EvalServerClientTest, CandidatesSeeTheBuildCacheInOsEnviron) {
+  EvalServerClient client(config_);
+  v1::EvalRequest request = Request("examples/candidates/tiny_relu/correct.py");
+  request.set_dialect(v1::DIALECT_KERNELBENCH);
+  request.set_candidate_source(
+      "from torch.utils.cpp_extension import _get_build_directory\n"
+      "_dir = _get_build_directory('kforge_probe', False)\n"
+      "if not _dir.startswith('" + config_.cache_dir + "/'):\n"
+      "    raise RuntimeError('load_inline would build in ' + _dir)\n" +
+      request.candidate_source());
+  for (int i = 0; i < 2; ++i) {  // the second request is a fresh child of the same server
+    v1::EvalResult r = MustEvaluate(client, request);
+    EXPECT_EQ(r.verdict(), v1::VERDICT_OK) << r.reason();
+  }
+}
+
 TEST_F(EvalServerClientTest, OneServerSurvivesHangsAndFloods) {
   EvalServerClient client(config_);
   EXPECT_EQ(MustEvaluate(client, "examples/candidates/tiny_relu/correct.py").verdict(),

@@ -242,8 +242,12 @@ class Evaluation {
 
   std::optional<Verdict> Build(v1::Dialect dialect) {
     if (dialect == v1::DIALECT_KERNELBENCH && !ctx_.cache_dir.empty()) {
-      // load_inline builds land in a cache keyed by the extension's name and sources.
-      setenv("TORCH_EXTENSIONS_DIR", (ctx_.cache_dir + "/torch_extensions").c_str(), 1);
+      // load_inline builds land in a cache keyed by the extension's name and sources. torch
+      // reads os.environ, a copy Python took at its start (in a fork server, long before this
+      // request), so both are set.
+      const std::string dir = ctx_.cache_dir + "/torch_extensions";
+      setenv("TORCH_EXTENSIONS_DIR", dir.c_str(), 1);
+      py::module_::import("os").attr("environ")[py::str("TORCH_EXTENSIONS_DIR")] = dir;
     }
     try {
       candidate_ = ExecModule("kforge_candidate", req_.candidate_source());
