@@ -14,6 +14,9 @@ std::string ReadFileOrEmpty(const std::string& path);
 // Writes through a temporary name and a rename, so readers (other processes too) never see a
 // partial file. False when it could not be written.
 bool WriteFileAtomically(const std::string& path, const std::string& data);
+// mkdir -p: creates `path` and its missing parents with `mode` (less the umask). Returns an
+// error message, empty on success (also when it existed).
+std::string MakeDirs(const std::string& path, unsigned mode = 0700);
 
 }  // namespace kforge
 
