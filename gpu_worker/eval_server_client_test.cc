@@ -92,6 +92,7 @@ TEST_F(EvalServerClientTest, OneServerSurvivesHangsAndFloods) {
   EXPECT_EQ(flood.rule(), "output_flood");
   v1::EvalResult again = MustEvaluate(client, "examples/candidates/tiny_relu/correct.py");
   EXPECT_EQ(again.verdict(), v1::VERDICT_OK);
+  EXPECT_TRUE(again.system().cache_isolated()) << "Landlock under the sandbox's seccomp filter";
   EXPECT_LT(again.stages().startup_s(), 1.0) << "a forked request does not import torch";
   EXPECT_EQ(client.server_pid(), pid) << "every request went to the same server";
 }

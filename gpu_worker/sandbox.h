@@ -44,7 +44,8 @@
 // memory (same uid). Run the worker as root for the full sandbox.
 //
 // Not covered: the child can write into world-writable directories (/tmp, /dev/shm) outside
-// its scratch directory, and what it leaves there is not cleaned up; it sees the host's
+// its scratch directory, and what it leaves there is not cleaned up (kforge-eval's evaluation
+// process narrows its own writes with Landlock: gpu_worker/eval/candidate_files.h); it sees the host's
 // filesystem as its uid may. Files it must use (kforge-eval, the artifact cache, the
 // /dev/nvidia* nodes) must be accessible to run_as_user, and scratch_root traversable by it.
 //

@@ -1,9 +1,14 @@
 #include "common/base/files.h"
 
+#include <errno.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdint>
 #include <cstdio>
-#include <random>
+#include <cstring>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 namespace kforge {
@@ -35,6 +40,16 @@ bool WriteFileAtomically(const std::string& path, const std::string& data) {
   if (std::rename(tmp.c_str(), path.c_str()) == 0) return true;
   std::remove(tmp.c_str());
   return false;
+}
+
+std::string MakeDirs(const std::string& path, unsigned mode) {
+  for (size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {
+    std::string prefix = path.substr(0, slash);
+    if (mkdir(prefix.c_str(), static_cast<mode_t>(mode)) != 0 && errno != EEXIST) {
+      return "cannot create " + prefix + ": " + std::strerror(errno);
+    }
+    if (slash == std::string::npos) return "";
+  }
 }
 
 }  // namespace kforge

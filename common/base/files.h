@@ -18,6 +18,9 @@ bool WriteFileAtomically(const std::string& path, const std::string& data);
 // digits. Not the pid: sandboxed processes each have their own PID namespace, so two of them
 // writing the same cache entry would otherwise pick the same name.
 std::string TempNameFor(const std::string& path);
+// mkdir -p: creates `path` and its missing parents with `mode` (less the umask). Returns an
+// error message, empty on success (also when it existed).
+std::string MakeDirs(const std::string& path, unsigned mode = 0700);
 
 }  // namespace kforge
 

@@ -48,17 +48,6 @@ double Since(Clock::time_point t) {
 // std::filesystem's functions, which the dynamic linker may bind in the engine's process.
 bool Exists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
 
-// mkdir -p. Returns an error message, empty on success.
-std::string MakeDirs(const std::string& path) {
-  for (size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {
-    std::string prefix = path.substr(0, slash);
-    if (mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) {
-      return "cannot create " + prefix + ": " + strerror(errno);
-    }
-    if (slash == std::string::npos) return "";
-  }
-}
-
 std::string Bounded(std::string log, size_t max_bytes) {
   while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
   if (log.size() > max_bytes) log = log.substr(0, max_bytes) + "\n[log truncated]";
@@ -485,7 +474,33 @@ F Symbol(void* handle, const char* name) {
   return reinterpret_cast<F>(dlsym(handle, name));
 }
 
+// The cache root, the toolchain's identity (compiler, flags, torch, candidate header) and the
+// PCH directory it selects.
+struct CppLayout {
+  std::string root, toolchain_id, pch_dir;
+};
+
+// Fills `layout`; returns an error, empty on success.
+std::string ResolveLayout(const CppBuildConfig& config, CppLayout* layout) {
+  const CppToolchain& tc = config.toolchain;
+  std::string error;
+  layout->root = CacheRoot(config.cache_dir, &error);
+  if (!error.empty()) return error;
+  std::string header = CandidateHeader(tc);
+  if (header.empty()) return "kforge/candidate.h is in none of the include directories";
+  std::string flags = JoinArgs(CompileFlags(tc)) + "\n" + JoinArgs(LinkFlags(tc));
+  layout->toolchain_id = tc.cxx + "\n" + flags + "\ntorch " + tc.torch_version + "\n" + header;
+  layout->pch_dir = layout->root + "/cpp/pch-" + Sha256Hex(layout->toolchain_id).substr(0, 16);
+  return "";
+}
+
 }  // namespace
+
+std::string PrepareCppPch(const CppBuildConfig& config) {
+  CppLayout layout;
+  if (std::string e = ResolveLayout(config, &layout); !e.empty()) return e;
+  return EnsurePch(config.toolchain, layout.pch_dir, false);
+}
 
 CppBuildResult BuildCppCandidate(const std::string& source, const CppBuildConfig& config) {
   auto start = Clock::now();
@@ -495,18 +510,13 @@ CppBuildResult BuildCppCandidate(const std::string& source, const CppBuildConfig
     return std::move(r);
   };
   const CppToolchain& tc = config.toolchain;
-  std::string root = CacheRoot(config.cache_dir, &r.error);
+  CppLayout layout;
+  r.error = ResolveLayout(config, &layout);
   if (!r.error.empty()) return done();
-  std::string header = CandidateHeader(tc);
-  if (header.empty()) {
-    r.error = "kforge/candidate.h is in none of the include directories";
-    return done();
-  }
-  std::string flags = JoinArgs(CompileFlags(tc)) + "\n" + JoinArgs(LinkFlags(tc));
-  std::string toolchain_id = tc.cxx + "\n" + flags + "\ntorch " + tc.torch_version + "\n" + header;
-  std::string pch_dir = root + "/cpp/pch-" + Sha256Hex(toolchain_id).substr(0, 16);
-  std::string key_dir = root + "/cpp/" + Sha256Hex(source + "\n" + toolchain_id);
-  if (!CompileSharedObject(source, tc, pch_dir, key_dir, &r)) return done();
+  const std::string& root = layout.root;
+  std::string objects = config.objects_dir.empty() ? root + "/cpp" : config.objects_dir;
+  std::string key_dir = objects + "/" + Sha256Hex(source + "\n" + layout.toolchain_id);
+  if (!CompileSharedObject(source, tc, layout.pch_dir, key_dir, &r)) return done();
 
   std::string so = key_dir + "/candidate.so";
   void* handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
@@ -538,7 +548,7 @@ CppBuildResult BuildCppCandidate(const std::string& source, const CppBuildConfig
     req.name = "candidate_kernels.cu";
     req.arch = config.arch;
     req.options = SplitOptions(options ? options() : nullptr);
-    req.cache_dir = root;
+    req.cache_dir = config.nvrtc_cache_dir.empty() ? root : config.nvrtc_cache_dir;
     NvrtcCompileOutput nv = CompileWithNvrtc(req);
     if (!nv.log.empty()) r.log += (r.log.empty() ? "" : "\n") + nv.log;
     if (!nv.ok) {

@@ -3,8 +3,8 @@
 // at::Tensor inputs; its kernels are compiled by NVRTC and launched through the driver API on
 // torch's current stream.
 //
-// Building: the source goes to <cache_dir>/cpp/<key>/candidate.cpp, key = SHA-256 of the
-// source, the compiler flags, the torch version and the candidate header. A precompiled
+// Building: the source goes to <objects_dir>/<key>/candidate.cpp (objects_dir defaults to
+// <cache_dir>/cpp), key = SHA-256 of the source, the compiler flags, the torch version and the candidate header. A precompiled
 // header of <kforge/candidate.h> and <ATen/ATen.h> is built once per cache directory (and
 // torch version and flags), and every compile includes it with -Werror=invalid-pch: a stale
 // PCH fails the compile, is rebuilt, and the compile is retried once. The compiler runs as a
@@ -47,6 +47,11 @@ struct CppBuildConfig {
   // Sources, shared objects, the PCH and NVRTC cubins. Empty: $HOME/.cache/kforge, or a fresh
   // temporary directory without HOME.
   std::string cache_dir;
+  // Where this candidate's shared objects and its kernels' cubins are cached. Empty:
+  // <cache_dir>/cpp and <cache_dir>. The engine points them into the candidate's own cache
+  // namespace (candidate_files.h), the only cache it may write once candidate code can run.
+  std::string objects_dir;
+  std::string nvrtc_cache_dir;
   std::string arch = "sm_90";  // NVRTC target; kernels compile for it even without a GPU
   bool gpu_available = false;  // false: CPU mode, ctx.launch fails with a "no GPU" error
   int device_index = 0;
@@ -95,6 +100,11 @@ struct CppBuildResult {
 };
 
 CppBuildResult BuildCppCandidate(const std::string& source, const CppBuildConfig& config);
+
+// Builds the precompiled header BuildCppCandidate would use, unless it exists. The engine
+// calls it before it restricts its own writes, because the PCH is shared by every candidate
+// of a cache directory and no candidate may write it. Returns an error, empty on success.
+std::string PrepareCppPch(const CppBuildConfig& config);
 
 // Process-wide counters of BuildCppCandidate.
 struct CppBuildStats {

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "common/base/sha256.h"
+#include "gpu_worker/eval/candidate_files.h"
 #include "gpu_worker/eval/compare.h"
 #include "gpu_worker/eval/cpp_dialect.h"
 #include "gpu_worker/eval/model_io.h"
@@ -132,6 +133,11 @@ class Evaluation {
     RuleViolation rv =
         CheckCandidateSource(req_.candidate_source(), dialect, req_.task_source());
     if (rv.fired()) return Verdict{v1::VERDICT_REJECTED, rv.reason, rv.rule};
+    // Still single-threaded, before any task or candidate code: the last moment to write shared
+    // cache entries, then the lock (candidate_files.h).
+    files_ = CandidateFilesFor(ctx_.cache_dir, req_.candidate_source());
+    if (dialect == v1::DIALECT_CPP) PrepareCppPch(CppConfig());  // a failure shows in the build
+    LockToCandidateFiles(ctx_.cache_dir, &files_);
     Enter(Stage::kLoad);
     auto t = Clock::now();
     if (!Py_IsInitialized()) {  // a fork server's child inherits a running interpreter
@@ -199,6 +205,7 @@ class Evaluation {
     }
     result_.set_device(target_.name());
     *result_.mutable_system() = CollectSystemInfo(target_.cuda ? target_.index : -1);
+    result_.mutable_system()->set_cache_isolated(files_.isolated);
     std::string arch = req_.arch();
     if (arch.empty() && target_.cuda) {
       cudaDeviceProp p;
@@ -207,7 +214,7 @@ class Evaluation {
     }
     if (arch.empty()) arch = "sm_90";
     arch_ = arch;
-    ConfigureNvrtc({arch, target_.cuda, target_.index, ctx_.cache_dir});
+    ConfigureNvrtc({arch, target_.cuda, target_.index, files_.nvrtc_dir});
     py::module_ torch = py::module_::import("torch");
     result_.mutable_system()->set_torch_version(py::str(torch.attr("__version__")));
     return std::nullopt;
@@ -241,13 +248,11 @@ class Evaluation {
   }
 
   std::optional<Verdict> Build(v1::Dialect dialect) {
-    if (dialect == v1::DIALECT_KERNELBENCH && !ctx_.cache_dir.empty()) {
-      // load_inline builds land in a cache keyed by the extension's name and sources. torch
-      // reads os.environ, a copy Python took at its start (in a fork server, long before this
-      // request), so both are set.
-      const std::string dir = ctx_.cache_dir + "/torch_extensions";
-      setenv("TORCH_EXTENSIONS_DIR", dir.c_str(), 1);
-      py::module_::import("os").attr("environ")[py::str("TORCH_EXTENSIONS_DIR")] = dir;
+    if (!files_.torch_extensions_dir.empty()) {
+      // load_inline builds land in the candidate's namespace; os.environ, because the
+      // interpreter keeps its own copy of the environment.
+      py::module_::import("os").attr("environ")["TORCH_EXTENSIONS_DIR"] =
+          files_.torch_extensions_dir;
     }
     try {
       candidate_ = ExecModule("kforge_candidate", req_.candidate_source());
@@ -286,9 +291,16 @@ class Evaluation {
   }
 
   // The cpp dialect: host-compile the candidate, load it, hand it the reference's parameters.
-  std::optional<Verdict> BuildCpp() {
+  CppBuildConfig CppConfig() const {
     CppBuildConfig cfg;
     cfg.cache_dir = ctx_.cache_dir.empty() ? "" : ctx_.cache_dir + "/cpp";
+    cfg.objects_dir = files_.cpp_objects_dir;
+    cfg.nvrtc_cache_dir = files_.nvrtc_dir;
+    return cfg;
+  }
+
+  std::optional<Verdict> BuildCpp() {
+    CppBuildConfig cfg = CppConfig();
     cfg.arch = arch_;
     cfg.gpu_available = target_.cuda;
     cfg.device_index = target_.index;
@@ -547,6 +559,7 @@ class Evaluation {
   uint64_t seed_ = 0, init_seed_ = 0;
   py::object task_, candidate_, ref_model_, cand_model_;
   std::unique_ptr<CppCandidate> cpp_;  // the cpp dialect's loaded candidate
+  CandidateFiles files_;               // its cache namespace
   std::string arch_;
   py::object init_inputs_;
   std::vector<at::Tensor> previous_outputs_;

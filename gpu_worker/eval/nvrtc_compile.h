@@ -1,7 +1,7 @@
 // Compiles CUDA C++ to a cubin with NVRTC for a named architecture, with an on-disk cache keyed
-// by the SHA-256 of the source, the options and the NVRTC version (the same key and file
-// layout, <cache_dir>/<key>.cubin, as kforge.cuda.compile in nvrtc_module.cc, so both dialects
-// share cached cubins). Needs no GPU or driver: CPU mode uses it to report compile errors.
+// by the SHA-256 of the source, the options and the NVRTC version (<cache_dir>/<key>.cubin; the
+// engine passes the candidate's own namespace, candidate_files.h). Needs no GPU or driver: CPU
+// mode uses it to report compile errors.
 //
 // Both dialects (kforge.cuda in nvrtc_module.cc, KFORGE_KERNELS in cpp_dialect.cc) compile
 // through this one function.

@@ -99,11 +99,24 @@ v1::EvalResult BadRequest(const std::string& why) {
 
 v1::EvalResult EvaluateSupervised(const v1::EvalRequest& request, EngineContext context,
                                   const ForkHooks& hooks) {
+  std::string dir = MakeRequestDir();
+  if (dir.empty()) {
+    v1::EvalResult result =
+        BadRequest(std::string("cannot create a scratch directory: ") + strerror(errno));
+    result.set_rule("engine_error");
+    return result;
+  }
+  ForkHooks in_dir = hooks;
+  in_dir.child = [&] {
+    setenv("TMPDIR", dir.c_str(), 1);
+    if (hooks.child) hooks.child();
+  };
   SupervisorLimits limits = LimitsFor(request);
   // Sampling stops well inside the stage limit, leaving time for the post-timing check.
   context.timing_budget_s = std::max(1.0, 0.6 * limits.timing_s);
   v1::EvalResult result = RunSupervised(
-      limits, [&](StageReporter& r) { return Evaluate(request, context, r); }, hooks);
+      limits, [&](StageReporter& r) { return Evaluate(request, context, r); }, in_dir);
+  RemoveTree(dir);
   if (result.dialect() == v1::DIALECT_UNSPECIFIED) {
     result.set_dialect(InferDialect(request.candidate_source()));
   }
@@ -135,9 +148,6 @@ int Serve(const ServeOptions& options) {
     v1::EvalResult result;
     if (!request.ParseFromString(frame)) {
       result = BadRequest("the request is not a serialized EvalRequest");
-    } else if (std::string dir = MakeRequestDir(); dir.empty()) {
-      result = BadRequest(std::string("cannot create a scratch directory: ") + strerror(errno));
-      result.set_rule("engine_error");
     } else {
       ForkHooks hooks;
       hooks.before = [] { PyOS_BeforeFork(); };
@@ -147,7 +157,9 @@ int Serve(const ServeOptions& options) {
         signal(SIGPIPE, SIG_DFL);  // as in a one-shot evaluation process
         close(in_fd);
         close(out_fd);
-        if (chdir(dir.c_str()) != 0) _exit(127);
+        // The scratch directory EvaluateSupervised made becomes HOME and cwd as well.
+        const char* dir = std::getenv("TMPDIR");
+        if (chdir(dir) != 0) _exit(127);
         // os.environ and tempfile keep their own copies of the environment.
         py::dict scope;
         scope["d"] = dir;
@@ -159,7 +171,6 @@ tempfile.tempdir = None
                  scope);
       };
       result = EvaluateSupervised(request, context, hooks);
-      RemoveTree(dir);
     }
     std::string answer =
         options.json_results ? ResultToJson(result) : result.SerializeAsString();

@@ -31,7 +31,10 @@
 namespace kforge::eval {
 
 // One evaluation under the supervisor, as both the one-shot CLI and the server run it.
-// `context.process_start` is when the request arrived (the process start for the CLI).
+// `context.process_start` is when the request arrived (the process start for the CLI). The
+// evaluation process gets a private scratch directory $TMPDIR/kforge-req-XXXXXX as its TMPDIR
+// (set before `hooks.child` runs; removed afterwards without following links): with the cache
+// lock (candidate_files.h) it is where the evaluation may write besides its cache namespace.
 v1::EvalResult EvaluateSupervised(const v1::EvalRequest& request, EngineContext context,
                                   const ForkHooks& hooks = {});
 

@@ -85,6 +85,8 @@ class SystemInfo:
     l2_cache_bytes: int
     hostname: str
     engine_version: str
+    # Builds came only from this candidate's own cache namespace, under the engine's write lock.
+    cache_isolated: bool = False
 
 
 @dataclass(frozen=True)

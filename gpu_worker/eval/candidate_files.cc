@@ -1,0 +1,67 @@
+#include "gpu_worker/eval/candidate_files.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <vector>
+
+#include "common/base/files.h"
+#include "common/base/sha256.h"
+#include "gpu_worker/eval/fs_lock.h"
+
+namespace kforge::eval {
+namespace {
+
+std::string RealPath(const std::string& path) {
+  char buf[PATH_MAX];
+  return realpath(path.c_str(), buf) ? std::string(buf) : std::string();
+}
+
+std::string EnvOr(const char* name, const char* fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::string(v) : std::string(fallback);
+}
+
+// Creates `dir` (and parents) and opens it to every uid: evaluations of one node may run as
+// different users (one per GPU slot), and Landlock, not the mode, keeps candidates apart.
+void MakeShared(const std::string& dir, mode_t mode) {
+  MakeDirs(dir, 0700);
+  chmod(dir.c_str(), mode);  // fails harmlessly on a directory another uid made
+}
+
+}  // namespace
+
+CandidateFiles CandidateFilesFor(const std::string& cache_dir, const std::string& source) {
+  CandidateFiles f;
+  if (cache_dir.empty()) return f;
+  f.dir = cache_dir + "/c/" + Sha256Hex(source);
+  f.nvrtc_dir = f.dir + "/nvrtc";
+  f.torch_extensions_dir = f.dir + "/torch_extensions";
+  f.cpp_objects_dir = f.dir + "/cpp";
+  return f;
+}
+
+void LockToCandidateFiles(const std::string& cache_dir, CandidateFiles* files) {
+  std::vector<std::string> scratch = {EnvOr("TMPDIR", "/tmp"), "/dev"};
+  if (std::string home = EnvOr("HOME", ""); !home.empty()) scratch.push_back(home);
+  std::vector<std::string> writable = scratch;
+  if (!files->dir.empty()) {
+    MakeShared(cache_dir + "/c", 01777);
+    for (const std::string* d :
+         {&files->dir, &files->nvrtc_dir, &files->torch_extensions_dir, &files->cpp_objects_dir}) {
+      MakeShared(*d, 0777);
+    }
+    writable.push_back(files->dir);
+  }
+  FsLockOutcome lock = LockWritesBeneath(writable);
+  std::string cache = RealPath(cache_dir);
+  bool overlaps = false;
+  for (const std::string& dir : scratch) {
+    std::string real = RealPath(dir);
+    overlaps |= !real.empty() && (PathIsBeneath(cache, real) || PathIsBeneath(real, cache));
+  }
+  files->isolated = lock.applied && lock.threads == 1 && !cache.empty() && !overlaps;
+}
+
+}  // namespace kforge::eval

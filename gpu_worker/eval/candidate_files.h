@@ -1,0 +1,48 @@
+// Where one candidate's builds are cached, and the lock that keeps the evaluation process from
+// writing anywhere else once task or candidate code can run (issue: shared build caches).
+//
+// Layout under the cache directory (docs/evaluation.md, "Build caches"):
+//   <cache>/c/<sha256 of the candidate source>/nvrtc/             kforge.cuda and cpp kernels
+//   <cache>/c/<sha256 of the candidate source>/torch_extensions/  load_inline builds
+//   <cache>/c/<sha256 of the candidate source>/cpp/               cpp shared objects
+//   <cache>/cpp/...                                               the shared cpp PCH
+// Identical candidate files share a namespace (they are the same program); different ones
+// never do. Everything shared (the PCH) is written by the engine before the lock.
+//
+// The lock (fs_lock.h) allows writes beneath the candidate's namespace, the evaluation's
+// scratch ($TMPDIR, else /tmp) and $HOME, and /dev (GPU nodes, /dev/null, /dev/shm); reads stay
+// free. It is applied in the evaluation process, never in a fork server or a supervisor, and
+// must be applied while that process is single-threaded (a thread started before it would
+// stay free).
+//
+// Thread-safety: call from the evaluation's main thread.
+#ifndef KFORGE_GPU_WORKER_EVAL_CANDIDATE_FILES_H_
+#define KFORGE_GPU_WORKER_EVAL_CANDIDATE_FILES_H_
+
+#include <string>
+
+namespace kforge::eval {
+
+struct CandidateFiles {
+  // All empty without a cache directory (no disk caches, nothing shared).
+  std::string dir;  // <cache>/c/<sha256 of the source>
+  std::string nvrtc_dir;
+  std::string torch_extensions_dir;
+  std::string cpp_objects_dir;
+  // The lock is in force for the whole process and no directory it may write overlaps the
+  // cache directory outside `dir`: no other candidate could have planted what this one loads
+  // from the cache, and this one can plant nothing for others.
+  bool isolated = false;
+};
+
+// The namespace's paths; creates nothing.
+CandidateFiles CandidateFilesFor(const std::string& cache_dir, const std::string& source);
+
+// Creates the namespace's directories, then restricts the process's writes as described
+// above and sets files->isolated. Without Landlock the evaluation goes on unrestricted
+// (isolated stays false).
+void LockToCandidateFiles(const std::string& cache_dir, CandidateFiles* files);
+
+}  // namespace kforge::eval
+
+#endif  // KFORGE_GPU_WORKER_EVAL_CANDIDATE_FILES_H_

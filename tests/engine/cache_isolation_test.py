@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""Checks that candidates cannot write into each other's build caches, and that caching still
+works (docs/evaluation.md, "Build caches").
+
+With one fresh cache directory, in CPU mode:
+  1. an nvrtc candidate (the victim) is evaluated: its cubin lands in its own namespace
+     <cache>/c/<sha256 of its source>/nvrtc/;
+  2. a shared precompiled header stand-in is put in <cache>/cpp/, as the engine would;
+  3. examples/hacks/plants_cache.py, one-shot and through a fork server, tries to write into
+     every directory of the cache and over every cubin and PCH: each write must be refused,
+     and nothing in the cache outside the hack's namespace may change;
+  4. the victim is evaluated again: its cubin is a cache hit (the file is not rewritten).
+Every result must report system.cache_isolated. Exits 1 on the first failed check.
+
+  cache_isolation_test.py --eval build/gpu_worker/eval/kforge-eval
+"""
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import serve_client
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+TASK = os.path.join(ROOT, "examples", "tasks", "tiny", "tiny_relu.py")
+VICTIM = os.path.join(ROOT, "examples", "candidates", "tiny_relu", "nvrtc_relu.py")
+HACK = os.path.join(ROOT, "examples", "hacks", "plants_cache.py")
+
+
+def check(cond, what):
+    print(f"{'PASS' if cond else 'FAIL'} {what}", flush=True)
+    if not cond:
+        sys.exit(1)
+
+
+def evaluate(binary, candidate, cache):
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "result.json")
+        subprocess.run([binary, "--task", TASK, "--candidate", candidate, "--device", "cpu",
+                        "--cache-dir", cache, "--json", out], check=True, timeout=600)
+        return json.load(open(out))
+
+
+def snapshot(cache, skip):
+    """path -> (inode, mtime_ns, bytes) of every file in the cache outside `skip`."""
+    files = {}
+    for d, _, names in os.walk(cache):
+        for n in names:
+            p = os.path.join(d, n)
+            if not p.startswith(skip + os.sep):
+                st = os.stat(p)
+                files[p] = (st.st_ino, st.st_mtime_ns, open(p, "rb").read())
+    return files
+
+
+def namespace(cache, path):
+    return os.path.join(cache, "c", hashlib.sha256(open(path, "rb").read()).hexdigest())
+
+
+def check_hack(result, how):
+    reason = result.get("reason", "")
+    check(result["verdict"] == "runtime_error" and "no plant succeeded" in reason,
+          f"{how}: every plant failed ({result['verdict']}: {reason[:300]})")
+    check("Permission denied" in reason, f"{how}: the writes were refused by the lock")
+    check(result["system"]["cache_isolated"], f"{how}: the result says cache_isolated")
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--eval", required=True)
+    args = p.parse_args()
+    with tempfile.TemporaryDirectory(prefix="kforge-iso-") as cache:
+        r = evaluate(args.eval, VICTIM, cache)
+        check(r["rule"] == "no_gpu" and r["system"]["cache_isolated"],
+              f"victim evaluated in CPU mode, isolated ({r['verdict']}/{r['rule']})")
+        cubins = [os.path.join(d, n) for d, _, ns in os.walk(namespace(cache, VICTIM))
+                  for n in ns if n.endswith(".cubin")]
+        check(len(cubins) == 1 and os.path.dirname(cubins[0]).endswith("/nvrtc"),
+              f"the victim's cubin is in its own namespace: {cubins}")
+        os.makedirs(os.path.join(cache, "cpp", "pch-test"))
+        with open(os.path.join(cache, "cpp", "pch-test", "kforge_pch.h.gch"), "wb") as f:
+            f.write(b"engine-built precompiled header")
+        before = snapshot(cache, namespace(cache, HACK))
+
+        check_hack(evaluate(args.eval, HACK, cache), "one-shot")
+        server = serve_client.Server(args.eval, cache)
+        check_hack(server.evaluate(task_source=open(TASK).read(),
+                                   candidate_source=open(HACK).read(), device="cpu"),
+                   "fork server")
+        check(server.close() == 0, "the fork server ended cleanly")
+        check(snapshot(cache, namespace(cache, HACK)) == before,
+              "nothing in the cache outside the hack's namespace changed")
+
+        r = evaluate(args.eval, VICTIM, cache)
+        st = os.stat(cubins[0])
+        check(r["rule"] == "no_gpu" and (st.st_ino, st.st_mtime_ns) == before[cubins[0]][:2],
+              "the victim's second evaluation loaded its cubin from the cache (not rewritten)")
+    print("cache isolation: all checks passed")
+
+
+if __name__ == "__main__":
+    main()
