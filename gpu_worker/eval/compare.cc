@@ -2,6 +2,7 @@
 
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
+#include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -137,6 +138,7 @@ CUfunction DeviceKernel(int device, at::ScalarType type) {
 
 CompareAcc CompareOnDevice(const at::Tensor& r, const at::Tensor& c, const Tolerance& tol) {
   int device = r.get_device();
+  c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));  // the driver calls' context
   CUfunction fn = DeviceKernel(device, r.scalar_type());
   int sms = 0;
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
