@@ -112,9 +112,8 @@ const char* KernelType(at::ScalarType t) {
 // the cubin cache: that directory is writable by candidates, and a planted cubin would decide
 // correctness. Throws std::runtime_error.
 CUfunction DeviceKernel(int device, at::ScalarType type) {
-  static std::map<std::pair<int, std::string>, CUfunction> kernels;
-  std::string ctype = KernelType(type);
-  auto key = std::make_pair(device, ctype);
+  static std::map<std::pair<int, at::ScalarType>, CUfunction> kernels;
+  auto key = std::make_pair(device, type);
   if (auto it = kernels.find(key); it != kernels.end()) return it->second;
   cudaDeviceProp p;
   if (cudaGetDeviceProperties(&p, device) != cudaSuccess) {
@@ -270,9 +269,10 @@ Comparison CompareOutputs(const std::vector<at::Tensor>& ref, const std::vector<
 
 std::string CompareKernelSource(at::ScalarType type) {
   const char* ctype = KernelType(type);
-  if (!ctype)
+  if (!ctype) {
     throw std::invalid_argument("kforge: no comparison kernel for " +
                                 std::string(c10::toString(type)));
+  }
   return std::string("#define KFORGE_COMPARE_HD __device__\n") + kCompareElementSource + "\n" +
          kCompareKernels + "KFORGE_COMPARE_KERNEL(kforge_compare, " + ctype + ")\n";
 }

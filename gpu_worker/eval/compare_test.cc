@@ -116,6 +116,7 @@ TEST(CompareTest, KernelSourceCompilesWithNvrtc) {
     EXPECT_TRUE(out.ok) << c10::toString(t) << ": " << out.log;
     EXPECT_FALSE(out.cubin.empty()) << c10::toString(t);
   }
+  EXPECT_THROW(CompareKernelSource(at::kComplexFloat), std::invalid_argument);
 }
 
 // The kernel and the host loop decide alike on large outputs (the GPU path needs 2^20
