@@ -1,6 +1,7 @@
 #include "gpu_worker/eval/cpp_dialect.h"
 
 #include "common/base/files.h"
+#include "gpu_worker/eval/cpp_imports.h"
 #include "gpu_worker/eval/cuda_driver.h"
 #include "gpu_worker/eval/kernel_args.h"
 
@@ -8,7 +9,6 @@
 #include <c10/cuda/CUDAStream.h>
 #include <cuda.h>
 #include <cuda_runtime_api.h>
-#include <cxxabi.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <sys/stat.h>
@@ -99,7 +99,8 @@ std::vector<std::string> CompileFlags(const CppToolchain& tc) {
 // No -l flags: the shared object is linked without libtorch and libc10 and its undefined
 // symbols are bound by dlopen to the copies the engine has loaded (linking against
 // libtorch_cpu's symbol table cost 0.25 s of a 1.8 s build). A missing `forward` or an unknown
-// symbol is then reported by dlopen (RTLD_NOW), with the symbol's name.
+// symbol is then reported by dlopen (RTLD_NOW), with the symbol's name; CheckCandidateImports
+// keeps the libraries it may bind to those the link allowed.
 std::vector<std::string> LinkFlags() { return {"-shared"}; }
 
 std::string CandidateHeader(const CppToolchain& tc) {
@@ -465,11 +466,7 @@ std::string LoadError(const char* dl_error) {
   size_t at = error.find(marker);
   if (at == std::string::npos) return error;
   std::string mangled = error.substr(at + marker.size());
-  mangled = mangled.substr(0, mangled.find_first_of(" ,\n"));
-  int status = 0;
-  char* plain = abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status);
-  std::string symbol = status == 0 && plain ? plain : mangled;
-  std::free(plain);
+  std::string symbol = Demangle(mangled.substr(0, mangled.find_first_of(" ,\n")));
   error += "\n(undefined symbol " + symbol + ")";
   if (symbol.rfind("forward(kforge::Context&", 0) == 0) {
     error +=
@@ -512,6 +509,11 @@ CppBuildResult BuildCppCandidate(const std::string& source, const CppBuildConfig
 
   std::string so = key_dir + "/candidate.so";
   auto load_start = Clock::now();
+  if (std::string e = CheckCandidateImports(so); !e.empty()) {
+    r.compile_error = true;
+    r.error = e;
+    return done();
+  }
   void* handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (!handle) {
     r.compile_error = true;

@@ -13,7 +13,8 @@
 //
 // The shared object is linked without LibTorch: its undefined symbols bind at dlopen to the
 // libraries the engine's process has loaded, so a missing `forward` or an unknown function is
-// reported when it loads (a compile error all the same).
+// reported when it loads (a compile error all the same). Before it loads, its imports are
+// checked (cpp_imports.h): LibTorch's libc10 and libtorch_cpu and the C/C++ runtime only.
 //
 // Failures a candidate can cause (compiler or linker errors, a missing `forward`, NVRTC
 // errors, exceptions in init/forward, launches without a GPU) come back as values with the

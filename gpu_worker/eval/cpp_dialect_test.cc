@@ -125,6 +125,19 @@ TEST_F(CppDialectTest, UnknownFunctionIsALoadErrorWithItsName) {
   EXPECT_EQ(r.error.find("at global scope"), std::string::npos) << r.error;
 }
 
+TEST_F(CppDialectTest, CallsIntoOtherLoadedLibrariesAreRefused) {
+  // The test links the CUDA runtime; a candidate linked with -z defs against LibTorch could not
+  // call it, and the unlinked one may not either.
+  CppBuildResult r = Build(std::string(kHostRelu) +
+                           "extern \"C\" int cudaGetDeviceCount(int*);\n"
+                           "int count_devices() { int n = 0; cudaGetDeviceCount(&n); return n; }\n");
+  ASSERT_EQ(r.candidate, nullptr);
+  EXPECT_TRUE(r.compile_error);
+  EXPECT_NE(r.error.find("the candidate calls cudaGetDeviceCount from "), std::string::npos)
+      << r.error;
+  EXPECT_NE(r.error.find("libcudart"), std::string::npos) << r.error;
+}
+
 TEST_F(CppDialectTest, CompilerTimeLimitIsACompileError) {
   ASSERT_NE(Build(kHostRelu).candidate, nullptr);  // the PCH exists: only the compile is cut
   CppBuildConfig c = Config();
