@@ -1,8 +1,21 @@
 #include "gpu_worker/eval/compare.h"
 
+#include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <sstream>
+#include <stdexcept>
+
+#include "gpu_worker/eval/compare_element.h"
+#include "gpu_worker/eval/cuda_driver.h"
+#include "gpu_worker/eval/nvrtc_compile.h"
 
 namespace kforge::eval {
 namespace {
@@ -13,61 +26,212 @@ std::string Shape(const at::Tensor& t) {
   return s.str();
 }
 
-// Every statistic the comparison needs, in float64, computed over slices of at most
-// kChunkElements so that a multi-gigabyte output needs a few hundred MB of temporaries rather
-// than a dozen float64 copies of itself; the partial results stay on the device until one
-// transfer at the end.
-constexpr int64_t kChunkElements = 1 << 26;
+// Outputs of at least this many elements on a GPU are checked there, in one pass of a kernel;
+// smaller ones are copied to the host, which costs less than compiling the kernel.
+constexpr int64_t kDeviceMinElements = 1 << 20;
+constexpr int kBlock = 256;  // the kernel's block size (its reduction assumes it)
 
-struct ChunkStats {
-  int64_t nonfinite = 0;          // candidate NaN/Inf where the reference is finite
-  bool nan_inf_mismatch = false;  // reference NaN/Inf not matched exactly
-  double max_abs = 0, max_rel = 0, diff_norm = 0, ref_norm = 0;
-  int64_t over = 0;               // elements outside atol + rtol * |ref|
-};
+// The comparison kernel around kCompareElementSource, instantiated for one element type per
+// compile (all nine in one program take NVRTC 1.5 s, one 0.1 s). It reads both outputs once and
+// writes one CompareAcc per block.
+constexpr char kCompareKernels[] = R"(
+__device__ double CompareLoad(float v) { return v; }
+__device__ double CompareLoad(double v) { return v; }
+__device__ double CompareLoad(signed char v) { return v; }
+__device__ double CompareLoad(unsigned char v) { return v; }
+__device__ double CompareLoad(short v) { return v; }
+__device__ double CompareLoad(int v) { return v; }
+__device__ double CompareLoad(long long v) { return (double)v; }
+struct CompareHalf { unsigned short bits; };
+struct CompareBf16 { unsigned short bits; };
+__device__ double CompareLoad(CompareHalf v) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(v.bits));
+  return f;
+}
+__device__ double CompareLoad(CompareBf16 v) {
+  return __uint_as_float((unsigned int)v.bits << 16);
+}
 
-ChunkStats CompareInChunks(const at::Tensor& ref, const at::Tensor& cand, const Tolerance& tol) {
-  at::Tensor r_all = ref.detach().reshape({-1});
-  at::Tensor k_all = cand.detach().to(ref.device()).reshape({-1});
-  bool floating = ref.is_floating_point() || ref.is_complex();
-  std::vector<at::Tensor> parts;  // 7 float64 scalars per chunk
-  for (int64_t pos = 0; pos < r_all.numel(); pos += kChunkElements) {
-    int64_t n = std::min(kChunkElements, r_all.numel() - pos);
-    at::Tensor rd = r_all.narrow(0, pos, n).to(at::kDouble, false, /*copy=*/true);
-    at::Tensor kd = k_all.narrow(0, pos, n).to(at::kDouble, false, /*copy=*/true);
-    at::Tensor zero = at::zeros({}, rd.options());
-    at::Tensor nonfinite = zero, mismatch = zero;
-    if (floating) {
-      at::Tensor ref_finite = at::isfinite(rd);
-      nonfinite = at::logical_and(ref_finite, at::logical_not(at::isfinite(kd))).sum();
-      // Where the reference is NaN the candidate must be NaN; where it is +/-Inf, the same Inf.
-      mismatch = at::logical_or(at::logical_and(at::isnan(rd), at::logical_not(at::isnan(kd))),
-                                at::logical_and(at::isinf(rd), at::ne(rd, kd)))
-                     .sum();
-      rd.masked_fill_(at::logical_not(ref_finite), 0);
-      kd.masked_fill_(at::logical_not(ref_finite), 0);
-    }
-    at::Tensor diff = kd.sub_(rd).abs_();  // kd is not needed any more
-    at::Tensor ref_abs = rd.abs();
-    parts.push_back(nonfinite.to(at::kDouble));
-    parts.push_back(mismatch.to(at::kDouble));
-    parts.push_back(diff.max());
-    parts.push_back((diff / ref_abs.clamp_min(1e-12)).max());
-    parts.push_back(diff.square().sum());
-    parts.push_back(rd.square().sum());
-    parts.push_back((diff > ref_abs.mul_(tol.rtol).add_(tol.atol)).sum().to(at::kDouble));
+template <typename T>
+__device__ void CompareRun(const T* __restrict__ r, const T* __restrict__ c, long long n,
+                           double atol, double rtol, CompareAcc* partials) {
+  CompareAcc a;
+  CompareAccInit(&a);
+  long long stride = (long long)gridDim.x * blockDim.x;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+    CompareElement(CompareLoad(r[i]), CompareLoad(c[i]), atol, rtol, &a);
   }
-  at::Tensor all = at::stack(parts).view({-1, 7}).cpu();
-  auto col = [&](int j) { return all.select(1, j); };
-  ChunkStats st;
-  st.nonfinite = static_cast<int64_t>(col(0).sum().item<double>());
-  st.nan_inf_mismatch = col(1).sum().item<double>() > 0;
-  st.max_abs = col(2).max().item<double>();
-  st.max_rel = col(3).max().item<double>();
-  st.diff_norm = std::sqrt(col(4).sum().item<double>());
-  st.ref_norm = std::sqrt(col(5).sum().item<double>());
-  st.over = static_cast<int64_t>(col(6).sum().item<double>());
-  return st;
+  __shared__ CompareAcc block[256];
+  block[threadIdx.x] = a;
+  __syncthreads();
+  for (unsigned int s = 128; s > 0; s >>= 1) {
+    if (threadIdx.x < s) CompareMerge(&block[threadIdx.x], &block[threadIdx.x + s]);
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) partials[blockIdx.x] = block[0];
+}
+
+#define KFORGE_COMPARE_KERNEL(NAME, T)                                                  \
+  extern "C" __global__ void __launch_bounds__(256)                                     \
+      NAME(const T* r, const T* c, long long n, double atol, double rtol,               \
+           CompareAcc* partials) {                                                      \
+    CompareRun<T>(r, c, n, atol, rtol, partials);                                       \
+  }
+)";
+
+// The element type of the kernel for a tensor type, as the kernel source spells it; nullptr
+// for the types that are compared as float64.
+const char* KernelType(at::ScalarType t) {
+  switch (t) {
+    case at::kFloat:
+      return "float";
+    case at::kDouble:
+      return "double";
+    case at::kHalf:
+      return "CompareHalf";
+    case at::kBFloat16:
+      return "CompareBf16";
+    case at::kChar:
+      return "signed char";
+    case at::kByte:
+    case at::kBool:
+      return "unsigned char";
+    case at::kShort:
+      return "short";
+    case at::kInt:
+      return "int";
+    case at::kLong:
+      return "long long";
+    default:
+      return nullptr;
+  }
+}
+
+// The comparison kernel for `type` on `device`, compiled once per process and type. Not through
+// the cubin cache: that directory is writable by candidates, and a planted cubin would decide
+// correctness. Throws std::runtime_error.
+std::map<std::pair<std::string, at::ScalarType>, std::string>& CompiledCubins() {
+  static auto* cubins = new std::map<std::pair<std::string, at::ScalarType>, std::string>();
+  return *cubins;
+}
+
+// The cubin of the comparison kernel for `type` on `arch`, compiled at most once per process
+// (or inherited from a fork server that compiled it). Empty with `log` set on failure.
+const std::string& CompareCubin(const std::string& arch, at::ScalarType type, std::string* log) {
+  static const std::string kNone;
+  auto key = std::make_pair(arch, type);
+  if (auto it = CompiledCubins().find(key); it != CompiledCubins().end()) return it->second;
+  NvrtcCompileRequest req;
+  req.source = CompareKernelSource(type);
+  req.name = "kforge_compare.cu";
+  req.arch = arch;
+  NvrtcCompileOutput nv = CompileWithNvrtc(req);
+  if (!nv.ok) {
+    *log = nv.log;
+    return kNone;
+  }
+  return CompiledCubins()[key] = std::move(nv.cubin);
+}
+
+CUfunction DeviceKernel(int device, at::ScalarType type) {
+  static std::map<std::pair<int, at::ScalarType>, CUfunction> kernels;
+  auto key = std::make_pair(device, type);
+  if (auto it = kernels.find(key); it != kernels.end()) return it->second;
+  cudaDeviceProp p;
+  if (cudaGetDeviceProperties(&p, device) != cudaSuccess) {
+    throw std::runtime_error("kforge: cannot read the properties of CUDA device " +
+                             std::to_string(device));
+  }
+  std::string log;
+  const std::string& cubin =
+      CompareCubin("sm_" + std::to_string(p.major) + std::to_string(p.minor), type, &log);
+  if (cubin.empty()) throw std::runtime_error("kforge: the comparison kernel did not compile: " + log);
+  CUmodule module = nullptr;
+  CheckCu(GetDriver().module_load_data(&module, cubin.data()), "loading the comparison kernel");
+  CUfunction fn = nullptr;
+  CheckCu(GetDriver().module_get_function(&fn, module, "kforge_compare"),
+          "finding the comparison kernel");
+  kernels[key] = fn;
+  return fn;
+}
+
+}  // namespace
+
+void PrecompileCompareKernels(const std::string& arch) {
+  for (at::ScalarType t : {at::kFloat, at::kHalf, at::kBFloat16, at::kDouble}) {
+    std::string log;
+    CompareCubin(arch, t, &log);
+  }
+}
+
+namespace {
+
+CompareAcc CompareOnDevice(const at::Tensor& r, const at::Tensor& c, const Tolerance& tol) {
+  int device = r.get_device();
+  c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));  // the driver calls' context
+  CUfunction fn = DeviceKernel(device, r.scalar_type());
+  int sms = 0;
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  int64_t n = r.numel();
+  int64_t blocks = std::min<int64_t>((n + kBlock - 1) / kBlock, 8 * std::max(sms, 1));
+  static_assert(sizeof(CompareAcc) == 7 * sizeof(double));
+  at::Tensor partials = at::empty({blocks * 7}, r.options().dtype(at::kDouble));
+  const void* r_ptr = r.const_data_ptr();
+  const void* c_ptr = c.const_data_ptr();
+  long long count = n;
+  double atol = tol.atol, rtol = tol.rtol;
+  void* out = partials.data_ptr();
+  void* args[] = {&r_ptr, &c_ptr, &count, &atol, &rtol, &out};
+  cudaStream_t stream = c10::cuda::getCurrentCUDAStream(device).stream();
+  CheckCu(GetDriver().launch_kernel(fn, static_cast<unsigned>(blocks), 1, 1, kBlock, 1, 1, 0,
+                                    reinterpret_cast<CUstream>(stream), args, nullptr),
+          "launching the comparison kernel");
+  at::Tensor host = partials.cpu();
+  const CompareAcc* parts = reinterpret_cast<const CompareAcc*>(host.const_data_ptr<double>());
+  CompareAcc total;
+  CompareAccInit(&total);
+  for (int64_t b = 0; b < blocks; ++b) CompareMerge(&total, &parts[b]);
+  return total;
+}
+
+CompareAcc CompareOnHost(const at::Tensor& r, const at::Tensor& c, const Tolerance& tol) {
+  constexpr int64_t kGrain = 1 << 16;
+  int64_t n = r.numel();
+  std::vector<CompareAcc> parts((n + kGrain - 1) / kGrain);
+  AT_DISPATCH_ALL_TYPES_AND3(at::kHalf, at::kBFloat16, at::kBool, r.scalar_type(), "compare", [&] {
+    const scalar_t* rp = r.const_data_ptr<scalar_t>();
+    const scalar_t* cp = c.const_data_ptr<scalar_t>();
+    at::parallel_for(0, static_cast<int64_t>(parts.size()), 1, [&](int64_t begin, int64_t end) {
+      for (int64_t p = begin; p < end; ++p) {
+        CompareAccInit(&parts[p]);
+        for (int64_t i = p * kGrain, stop = std::min(n, i + kGrain); i < stop; ++i) {
+          CompareElement(static_cast<double>(rp[i]), static_cast<double>(cp[i]), tol.atol, tol.rtol,
+                         &parts[p]);
+        }
+      }
+    });
+  });
+  CompareAcc total;
+  CompareAccInit(&total);
+  for (const CompareAcc& p : parts) CompareMerge(&total, &p);
+  return total;
+}
+
+// Both outputs as flat contiguous tensors of one element type the kernels know (complex as
+// pairs of reals; other types as float64), on the reference's device.
+at::Tensor Flat(const at::Tensor& t, const at::Device& device) {
+  at::Tensor f = t.detach().to(device);
+  if (f.is_complex()) f = at::view_as_real(f.resolve_conj());
+  if (!KernelType(f.scalar_type())) f = f.to(at::kDouble);
+  return f.reshape({-1}).contiguous();
+}
+
+CompareAcc Compare(const at::Tensor& ref, const at::Tensor& cand, const Tolerance& tol) {
+  at::Tensor r = Flat(ref, ref.device());
+  at::Tensor c = Flat(cand, ref.device());
+  if (r.is_cuda() && r.numel() >= kDeviceMinElements) return CompareOnDevice(r, c, tol);
+  return CompareOnHost(r.cpu(), c.cpu(), tol);
 }
 
 }  // namespace
@@ -105,21 +269,24 @@ Comparison CompareOutputs(const std::vector<at::Tensor>& ref, const std::vector<
                          c10::toString(r.scalar_type()));
     }
     if (r.numel() == 0) continue;
-    ChunkStats st = CompareInChunks(r, k, tol);
+    CompareAcc st = Compare(r, k, tol);
     if (st.nonfinite > 0) {
-      return fail(i, std::to_string(st.nonfinite) + " of " + std::to_string(r.numel()) +
+      return fail(i, std::to_string(static_cast<int64_t>(st.nonfinite)) + " of " +
+                         std::to_string(r.numel()) +
                          " elements are NaN or Inf where the reference is finite "
                          "(unwritten or invalid results)");
     }
-    if (st.nan_inf_mismatch) return fail(i, "NaN/Inf positions differ from the reference");
-    double max_abs = st.max_abs, whole = st.ref_norm > 0 ? st.diff_norm / st.ref_norm : max_abs;
+    if (st.mismatch > 0) return fail(i, "NaN/Inf positions differ from the reference");
+    double diff_norm = std::sqrt(st.diff_sq), ref_norm = std::sqrt(st.ref_sq);
+    double max_abs = st.max_abs, whole = ref_norm > 0 ? diff_norm / ref_norm : max_abs;
     c.max_abs_error = std::max(c.max_abs_error, max_abs);
     c.max_rel_error = std::max(c.max_rel_error, st.max_rel);
     c.whole_rel_error = std::max(c.whole_rel_error, whole);
     if (st.over > 0) {
       std::ostringstream s;
-      s << st.over << " of " << r.numel() << " elements outside atol=" << tol.atol
-        << " rtol=" << tol.rtol << " (max abs error " << max_abs << ")";
+      s << static_cast<int64_t>(st.over) << " of " << r.numel()
+        << " elements outside atol=" << tol.atol << " rtol=" << tol.rtol << " (max abs error "
+        << max_abs << ")";
       return fail(i, s.str());
     }
     if (whole > tol.whole_rel) {
@@ -130,6 +297,16 @@ Comparison CompareOutputs(const std::vector<at::Tensor>& ref, const std::vector<
     }
   }
   return c;
+}
+
+std::string CompareKernelSource(at::ScalarType type) {
+  const char* ctype = KernelType(type);
+  if (!ctype) {
+    throw std::invalid_argument("kforge: no comparison kernel for " +
+                                std::string(c10::toString(type)));
+  }
+  return std::string("#define KFORGE_COMPARE_HD __device__\n") + kCompareElementSource + "\n" +
+         kCompareKernels + "KFORGE_COMPARE_KERNEL(kforge_compare, " + ctype + ")\n";
 }
 
 bool SharesMemory(const at::Tensor& a, const at::Tensor& b) {

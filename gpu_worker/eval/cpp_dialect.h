@@ -11,6 +11,11 @@
 // child process with a wall-clock limit, its output captured with a bound. A shared object
 // already in the cache is loaded without running the compiler.
 //
+// The shared object is linked without LibTorch: its undefined symbols bind at dlopen to the
+// libraries the engine's process has loaded, so a missing `forward` or an unknown function is
+// reported when it loads (a compile error all the same). Before it loads, its imports are
+// checked (cpp_imports.h): LibTorch's libc10 and libtorch_cpu and the C/C++ runtime only.
+//
 // Failures a candidate can cause (compiler or linker errors, a missing `forward`, NVRTC
 // errors, exceptions in init/forward, launches without a GPU) come back as values with the
 // message; nothing here throws for them.
@@ -36,7 +41,6 @@ namespace kforge::eval {
 struct CppToolchain {
   std::string cxx;
   std::vector<std::string> include_dirs;
-  std::string torch_lib_dir;
   std::string torch_version;
   double compile_timeout_s = 100;  // per compiler run (the PCH build takes the longest)
   size_t max_log_bytes = 16 << 10;
@@ -97,6 +101,11 @@ struct CppBuildResult {
   std::string log;         // host compiler and NVRTC output (bounded), warnings included
   bool cache_hit = false;  // the shared object came from the cache: no compiler ran
   double seconds = 0;
+  // Parts of `seconds`: the host compiler (with the PCH when it was built, about 0 on a cache
+  // hit), NVRTC for the kernels, and dlopen plus loading the kernels' module.
+  double host_compile_s = 0;
+  double kernel_compile_s = 0;
+  double load_s = 0;
 };
 
 CppBuildResult BuildCppCandidate(const std::string& source, const CppBuildConfig& config);

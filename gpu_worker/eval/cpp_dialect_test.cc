@@ -107,13 +107,35 @@ TEST_F(CppDialectTest, CompileErrorReturnsTheLogWithTheLine) {
   EXPECT_EQ(r.log, r.error.substr(r.error.size() - r.log.size()));
 }
 
-TEST_F(CppDialectTest, MissingForwardIsALinkError) {
+TEST_F(CppDialectTest, MissingForwardIsALoadError) {
   CppBuildResult r = Build("#include <kforge/candidate.h>\nint unrelated() { return 1; }\n");
   ASSERT_EQ(r.candidate, nullptr);
   EXPECT_TRUE(r.compile_error);
-  EXPECT_NE(r.error.find("undefined reference to `forward(kforge::Context&"), std::string::npos)
+  EXPECT_NE(r.error.find("did not load"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("undefined symbol forward(kforge::Context&"), std::string::npos)
       << r.error;
   EXPECT_NE(r.error.find("at global scope"), std::string::npos) << r.error;
+}
+
+TEST_F(CppDialectTest, UnknownFunctionIsALoadErrorWithItsName) {
+  CppBuildResult r = Build(std::string(kHostRelu) + "int helper(int);\nint use = helper(1);\n");
+  ASSERT_EQ(r.candidate, nullptr);
+  EXPECT_TRUE(r.compile_error);
+  EXPECT_NE(r.error.find("undefined symbol helper(int)"), std::string::npos) << r.error;
+  EXPECT_EQ(r.error.find("at global scope"), std::string::npos) << r.error;
+}
+
+TEST_F(CppDialectTest, CallsIntoOtherLoadedLibrariesAreRefused) {
+  // The test links the CUDA runtime; a candidate linked with -z defs against LibTorch could not
+  // call it, and the unlinked one may not either.
+  CppBuildResult r = Build(std::string(kHostRelu) +
+                           "extern \"C\" int cudaGetDeviceCount(int*);\n"
+                           "int count_devices() { int n = 0; cudaGetDeviceCount(&n); return n; }\n");
+  ASSERT_EQ(r.candidate, nullptr);
+  EXPECT_TRUE(r.compile_error);
+  EXPECT_NE(r.error.find("the candidate calls cudaGetDeviceCount from "), std::string::npos)
+      << r.error;
+  EXPECT_NE(r.error.find("libcudart"), std::string::npos) << r.error;
 }
 
 TEST_F(CppDialectTest, CompilerTimeLimitIsACompileError) {

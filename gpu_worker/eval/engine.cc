@@ -69,6 +69,12 @@ bool HoldsPoison(const at::Tensor& t) {
   return t.view(as_int).eq(-1).any().item<bool>();
 }
 
+// Where the correctness trials' time goes: StageDurations' correctness_* fields.
+struct TrialTimes {
+  double inputs = 0, reference = 0, poison = 0, candidate = 0, outputs = 0, inputs_unchanged = 0,
+         compare = 0;
+};
+
 // Carries a verdict out of the stages.
 struct Verdict {
   v1::Verdict verdict;
@@ -306,6 +312,9 @@ class Evaluation {
     cfg.device_index = target_.index;
     CppBuildResult b = BuildCppCandidate(req_.candidate_source(), cfg);
     result_.set_compiler_log(b.log);
+    result_.mutable_stages()->set_build_host_compile_s(b.host_compile_s);
+    result_.mutable_stages()->set_build_kernel_compile_s(b.kernel_compile_s);
+    result_.mutable_stages()->set_build_load_s(b.load_s);
     if (!b.candidate) {
       if (b.compile_error) {
         return Verdict{v1::VERDICT_COMPILE_ERROR, b.error, ""};
@@ -365,18 +374,28 @@ class Evaluation {
     }
   }
 
-  // One correctness trial with inputs from `seed`. `rule_on_mismatch` names the rule when a
-  // mismatch means a hack rather than a wrong kernel (after timing: output caching).
-  std::optional<Verdict> Trial(uint64_t seed, v1::Dialect dialect, const char* rule_on_mismatch) {
+  // One correctness trial with inputs from `seed`, adding its time to `times`.
+  // `rule_on_mismatch` names the rule when a mismatch means a hack rather than a wrong kernel
+  // (after timing: output caching).
+  std::optional<Verdict> Trial(uint64_t seed, v1::Dialect dialect, const char* rule_on_mismatch,
+                               TrialTimes& times) {
+    Clock::time_point lap = Clock::now();
+    auto count = [&](double TrialTimes::*part) {
+      times.*part += Since(lap);
+      lap = Clock::now();
+    };
     SeedAll(seed);
     py::list inputs = ToDevice(CallOnDevice(task_.attr("get_inputs"), target_), target_);
     py::list cand_inputs = CloneInputs(inputs);
+    Synchronize();
+    count(&TrialTimes::inputs);
     py::object ref_out;
     {
       at::NoGradGuard no_grad;
       ref_out = ref_model_(*inputs);
     }
     Synchronize();
+    count(&TrialTimes::reference);
     Outputs ref = OutputsToTensors(ref_out);
     if (!ref.error.empty()) {
       return Verdict{v1::VERDICT_RUNTIME_ERROR, "the reference " + ref.error, "task_error"};
@@ -384,6 +403,8 @@ class Evaluation {
     int64_t out_bytes = 0;
     for (const auto& t : ref.tensors) out_bytes += static_cast<int64_t>(t.nbytes());
     PoisonFreeMemory(target_, 2 * out_bytes + (1 << 20));
+    Synchronize();
+    count(&TrialTimes::poison);
     uint64_t own_launches = 0;
     py::object cand_out;
     std::string what;  // the candidate's own failure, if any
@@ -395,6 +416,7 @@ class Evaluation {
       what = e.what();
     }
     if (what.empty()) Synchronize();  // a kernel fault surfaces here (runtime_error)
+    count(&TrialTimes::candidate);
     if (!what.empty()) {
       if (what.find("no GPU (CPU mode)") != std::string::npos) {
         return Verdict{v1::VERDICT_RUNTIME_ERROR,
@@ -442,16 +464,18 @@ class Evaluation {
                      "fallback: the candidate's forward launched none of its own kernels",
                      "fallback"};
     }
+    count(&TrialTimes::outputs);
     std::vector<at::Tensor> in_tensors = TensorsOf(inputs);
     std::vector<at::Tensor> cand_in = TensorsOf(cand_inputs);
     for (size_t i = 0; i < cand_in.size(); ++i) {
       if (!at::equal(cand_in[i], in_tensors[i])) {
-        return Verdict{v1::VERDICT_REJECTED,
-                       "input_mutation: input " + std::to_string(i) +
-                           " was modified by the candidate",
-                       "input_mutation"};
+        return Verdict{
+            v1::VERDICT_REJECTED,
+            "input_mutation: input " + std::to_string(i) + " was modified by the candidate",
+            "input_mutation"};
       }
     }
+    count(&TrialTimes::inputs_unchanged);
     for (size_t o = 0; o < cand.tensors.size(); ++o) {
       for (size_t i = 0; i < cand_in.size(); ++i) {
         bool ref_aliases = o < ref.tensors.size() && SharesMemory(ref.tensors[o], in_tensors[i]);
@@ -463,9 +487,10 @@ class Evaluation {
         }
       }
     }
-    Tolerance tol = DefaultTolerance(ref.tensors.empty() ? at::kFloat : ref.tensors[0].scalar_type(),
-                                     req_.atol(), req_.rtol());
+    Tolerance tol = DefaultTolerance(
+        ref.tensors.empty() ? at::kFloat : ref.tensors[0].scalar_type(), req_.atol(), req_.rtol());
     Comparison cmp = CompareOutputs(ref.tensors, cand.tensors, tol);
+    count(&TrialTimes::compare);
     auto* report = result_.mutable_correctness();
     report->set_atol(tol.atol);
     report->set_rtol(tol.rtol);
@@ -494,12 +519,22 @@ class Evaluation {
   std::optional<Verdict> Correctness(v1::Dialect dialect) {
     uint32_t trials = req_.correctness_trials() ? req_.correctness_trials() : kDefaultTrials;
     auto* report = result_.mutable_correctness();
-    for (uint32_t t = 0; t < trials; ++t) {
+    TrialTimes times;
+    std::optional<Verdict> v;
+    for (uint32_t t = 0; t < trials && !v; ++t) {
       report->set_trials(t + 1);
-      if (auto v = Trial(DeriveSeed(seed_, t), dialect, nullptr)) return v;
-      report->set_trials_passed(t + 1);
+      v = Trial(DeriveSeed(seed_, t), dialect, nullptr, times);
+      if (!v) report->set_trials_passed(t + 1);
     }
-    return std::nullopt;
+    v1::StageDurations* st = result_.mutable_stages();
+    st->set_correctness_inputs_s(times.inputs);
+    st->set_correctness_reference_s(times.reference);
+    st->set_correctness_poison_s(times.poison);
+    st->set_correctness_candidate_s(times.candidate);
+    st->set_correctness_outputs_s(times.outputs);
+    st->set_correctness_inputs_unchanged_s(times.inputs_unchanged);
+    st->set_correctness_compare_s(times.compare);
+    return v;
   }
 
   std::optional<Verdict> Timing(v1::Dialect dialect) {
@@ -543,11 +578,11 @@ class Evaluation {
     *result_.mutable_reference() = out.reference;
     *result_.mutable_candidate() = out.candidate;
     if (out.hidden_work) {
-      return Verdict{v1::VERDICT_REJECTED, "side_stream: " + out.hidden_work_detail,
-                     "side_stream"};
+      return Verdict{v1::VERDICT_REJECTED, "side_stream: " + out.hidden_work_detail, "side_stream"};
     }
     // Fresh inputs once more: outputs cached across calls are caught here.
-    return Trial(DeriveSeed(seed_, 900), dialect, "output_cache");
+    TrialTimes post_timing;
+    return Trial(DeriveSeed(seed_, 900), dialect, "output_cache", post_timing);
   }
 
   const v1::EvalRequest& req_;
