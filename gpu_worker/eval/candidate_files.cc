@@ -46,6 +46,10 @@ void LockToCandidateFiles(const std::string& cache_dir, CandidateFiles* files) {
   std::vector<std::string> scratch = {EnvOr("TMPDIR", "/tmp"), "/dev"};
   if (std::string home = EnvOr("HOME", ""); !home.empty()) scratch.push_back(home);
   std::vector<std::string> writable = scratch;
+  // The CUDA driver's initialisation writes beneath /proc or /sys: without them cuInit fails
+  // with CUDA_ERROR_OPERATING_SYSTEM (measured on the H200 machine). Neither holds a cache.
+  writable.push_back("/proc");
+  writable.push_back("/sys");
   if (!files->dir.empty()) {
     MakeShared(cache_dir + "/c", 01777);
     for (const std::string* d :
