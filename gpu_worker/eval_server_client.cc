@@ -39,10 +39,6 @@ bool EvalServerClient::Start(std::string* why_not) {
     argv.push_back("--cache-dir");
     argv.push_back(config_.cache_dir);
   }
-  if (!config_.arch.empty()) {
-    argv.push_back("--arch");
-    argv.push_back(config_.arch);
-  }
   if (!sandbox_->Start(argv, config_.extra_env)) {
     *why_not = "the server did not start: " + sandbox_->result().error;
     sandbox_.reset();

@@ -37,9 +37,6 @@ struct EvalServerConfig {
   std::string eval_binary;
   std::string cache_dir;
   std::vector<std::string> extra_env;
-  // The slot GPU's architecture ("sm_90"); when set, the server compiles the engine's own
-  // comparison kernels for it once, before forking any evaluation.
-  std::string arch;
   double start_timeout_s = 120;    // until the server opened its channel
 };
 

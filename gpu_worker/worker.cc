@@ -136,13 +136,8 @@ v1::EvalResult RunEvaluation(const WorkerOptions& options, v1::EvalRequest reque
   if (!use_server || std::string(use_server) != "off") {
     thread_local std::unique_ptr<EvalServerClient> server;
     if (!server) {
-      EvalServerConfig config;
-      config.policy = policy;
-      config.eval_binary = options.eval_binary;
-      config.cache_dir = options.cache_dir;
-      config.extra_env = env;
-      if (!request.build_only()) config.arch = options.arch;  // builds compare nothing
-      server = std::make_unique<EvalServerClient>(std::move(config));
+      server = std::make_unique<EvalServerClient>(
+          EvalServerConfig{policy, options.eval_binary, options.cache_dir, env});
     }
     std::string why;
     if (auto result = server->Evaluate(request, policy.wall_limit_s, &why)) return *result;

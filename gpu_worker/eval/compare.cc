@@ -156,17 +156,6 @@ CUfunction DeviceKernel(int device, at::ScalarType type) {
   return fn;
 }
 
-}  // namespace
-
-void PrecompileCompareKernels(const std::string& arch) {
-  for (at::ScalarType t : {at::kFloat, at::kHalf, at::kBFloat16, at::kDouble}) {
-    std::string log;
-    CompareCubin(arch, t, &log);
-  }
-}
-
-namespace {
-
 CompareAcc CompareOnDevice(const at::Tensor& r, const at::Tensor& c, const Tolerance& tol) {
   int device = r.get_device();
   c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));  // the driver calls' context

@@ -7,8 +7,7 @@
 // bound, so that near-zero outputs cannot be faked with zeros. All of it in float64, in one
 // pass over both outputs (compare_element.h): by a kernel on the GPU for outputs of 2^20
 // elements or more, on the host otherwise. The kernel is compiled with NVRTC once per process
-// and element type (about 0.1 s) the first time a large output of that type is compared, unless
-// a fork server compiled it before forking (PrecompileCompareKernels).
+// and element type (about 0.1 s) the first time a large output of that type is compared.
 //
 // Thread-safety: call from one thread (the kernel module is loaded once per process).
 #ifndef KFORGE_GPU_WORKER_EVAL_COMPARE_H_
@@ -46,11 +45,6 @@ Comparison CompareOutputs(const std::vector<at::Tensor>& ref, const std::vector<
 // tests: it must compile with NVRTC). Throws std::invalid_argument for a type compared as
 // float64 (complex types as pairs of reals).
 std::string CompareKernelSource(at::ScalarType type);
-
-// Compiles the comparison kernels of the common output types (float32, float16, bfloat16,
-// float64) for `arch` with NVRTC and keeps the cubins in this process, so that processes forked
-// from it later only load them. Needs no GPU. Errors are left for the first comparison.
-void PrecompileCompareKernels(const std::string& arch);
 
 // True when the two tensors' storages overlap (an output aliasing an input).
 bool SharesMemory(const at::Tensor& a, const at::Tensor& b);

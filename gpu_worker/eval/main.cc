@@ -5,8 +5,7 @@
 //               [--trials N] [--atol X] [--rtol X] [--min-samples N] [--max-rel-stderr X]
 //               [--build-timeout S] [--correctness-timeout S] [--timing-timeout S]
 //               [--cache-dir DIR] [--request REQ.pb] [--result-pb OUT.pb] [--build-only]
-//   kforge-eval --serve stdio|FIFO_DIR [--answer pb|json] [--cache-dir DIR] [--arch sm_XX]
-//               (fork server)
+//   kforge-eval --serve stdio|FIFO_DIR [--answer pb|json] [--cache-dir DIR]  (fork server)
 //
 // Exit status: 0 whenever a verdict was produced (whatever it is), 2 for bad usage.
 #include <cstdio>
@@ -37,7 +36,6 @@ constexpr char kUsage[] =
     "                   [--build-only]\n"
     "       kforge-eval --baseline TASK_DIR [--device D] [--json OUT.jsonl] [--per-task-cap S]\n"
     "       kforge-eval --serve stdio|FIFO_DIR [--answer pb|json] [--cache-dir DIR]\n"
-    "                   [--arch sm_XX]\n"
     "                   (fork server: framed\n"
     "                   EvalRequest in, EvalResult out; see gpu_worker/eval/serve.h)\n"
     "Prints one JSON result (or writes it to --json OUT); exits 0 whenever it reached a\n"
@@ -120,7 +118,7 @@ int main(int argc, char** argv) {
   }
   if (flags.count("serve")) {
     return eval::Serve({cache_dir, flags["serve"] == "stdio" ? "" : flags["serve"],
-                        flags["answer"] == "json", flags["arch"]});
+                        flags["answer"] == "json"});
   }
 
   v1::EvalRequest req;

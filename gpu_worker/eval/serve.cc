@@ -16,7 +16,6 @@
 #include "common/base/frames.h"
 #include "common/dialect.h"
 #include "common/result_json.h"
-#include "gpu_worker/eval/compare.h"
 #include "gpu_worker/eval/python_runtime.h"
 
 namespace py = pybind11;
@@ -134,9 +133,6 @@ int Serve(const ServeOptions& options) {
     std::fprintf(stderr, "kforge-eval --serve: %s\n", error.c_str());
     return 1;
   }
-  // NVRTC only (no CUDA context, which a forked child could not use): the evaluations inherit
-  // the cubins instead of compiling them each (~0.1 s per type).
-  if (!options.arch.empty()) PrecompileCompareKernels(options.arch);
   EngineContext context;
   context.cache_dir = options.cache_dir;
   for (;;) {

@@ -42,7 +42,6 @@ struct ServeOptions {
   std::string cache_dir;  // as --cache-dir
   std::string fifo_dir;   // empty: stdin/stdout
   bool json_results = false;  // answer frames hold the CLI's JSON instead of an EvalResult
-  std::string arch;  // as --arch: compile the comparison kernels for it before serving
 };
 
 // Serves until end of input; returns the process exit status (0 at a clean end, 1 when the

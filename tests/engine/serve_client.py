@@ -67,12 +67,10 @@ def encode_request(task_source, candidate_source, device="cuda", dialect="", see
 class Server:
     """One `kforge-eval --serve stdio --answer json` process; evaluate() is one request."""
 
-    def __init__(self, eval_binary, cache_dir="", env=None, arch=""):
+    def __init__(self, eval_binary, cache_dir="", env=None):
         cmd = [eval_binary, "--serve", "stdio", "--answer", "json"]
         if cache_dir:
             cmd += ["--cache-dir", cache_dir]
-        if arch:  # as the worker passes its GPU's: comparison kernels compiled once
-            cmd += ["--arch", arch]
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      env=env)
 

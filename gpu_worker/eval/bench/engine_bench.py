@@ -148,7 +148,7 @@ def stage_row(name, phase, r):
 def section_served(args, summary):
     cache = tempfile.mkdtemp(prefix="kforge-served-")
     t0 = time.time()
-    server = serve_client.Server(args.eval, cache, arch=args.arch)
+    server = serve_client.Server(args.eval, cache)
     rows = []
     first = True
     for name, cand in STAGE_CASES:
@@ -171,7 +171,7 @@ def section_repeat(args, summary):
     task = os.path.join(args.kernelbench, "level1/19_ReLU.py")
     src = open(os.path.join(EX, "candidates/19_ReLU/nvrtc_vec4.py")).read()
     cache = tempfile.mkdtemp(prefix="kforge-repeat-")
-    server = serve_client.Server(args.eval, cache, arch=args.arch) if args.serve else None
+    server = serve_client.Server(args.eval, cache) if args.serve else None
     speedups, cand_ms = [], []
     for _ in range(args.repeat):
         r = evaluate(args, task, src, cache, server=server)
@@ -214,7 +214,6 @@ def main():
     p.add_argument("--build-dialects", default="nvrtc,kernelbench,cpp",
                    help="build: which dialects (nvrtc, kernelbench, cpp)")
     p.add_argument("--repeat", type=int, default=10)
-    p.add_argument("--arch", default="", help="fork servers: --arch, as the worker passes it")
     p.add_argument("--baseline-cap", type=float, default=1.0)
     p.add_argument("--cached", type=int, default=3, help="served: cached evaluations per task")
     p.add_argument("--serve", action="store_true", help="repeat: evaluate in one fork server")
