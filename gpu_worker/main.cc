@@ -86,6 +86,12 @@ int Run() {
   options.metrics_sample_s = absl::GetFlag(FLAGS_metrics_sample_s);
   int prefetch = absl::GetFlag(FLAGS_prefetch);
   options.prefetch = prefetch >= 0 ? prefetch : (options.cpu_mode ? 0 : static_cast<int>(f.slots()));
+  if (!options.cpu_mode && f.compute_capability().empty() && options.prefetch > 0) {
+    // A build ahead needs the slots' architecture; a compile error for a guessed one would
+    // be final and wrong.
+    LogWarning("building ahead is off: the GPUs' compute capability is unknown");
+    options.prefetch = 0;
+  }
   if (!options.cpu_mode && !f.compute_capability().empty()) {
     const std::string& cc = f.compute_capability();  // "9.0"
     std::string digits = cc;

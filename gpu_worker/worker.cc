@@ -353,8 +353,11 @@ void Worker::Run(const std::atomic<bool>& stop) {
         v1::EvalResult result = RunEvaluation(options_, request, "cpu");
         double secs = std::chrono::duration<double>(Clock::now() - t0).count();
         build_seconds.Observe(secs);
+        // Final only what cannot depend on the GPU or on the reference: compiler errors and
+        // the static rules (decided before loading: empty stage). A rejection while building
+        // (global_switch, say) is left to the slot, whose snapshot includes the reference.
         const bool final = result.verdict() == v1::VERDICT_COMPILE_ERROR ||
-                           result.verdict() == v1::VERDICT_REJECTED;
+                           (result.verdict() == v1::VERDICT_REJECTED && result.stage().empty());
         const char* outcome = final ? VerdictName(result.verdict()) : "built";
         builds.Add({{"outcome", outcome}}).Increment();
         LogInfo("build ahead done", {{"lease_id", lease.lease_id()},
@@ -370,6 +373,7 @@ void Worker::Run(const std::atomic<bool>& stop) {
             if (final) {
               shared.queued.erase(it);
               shared.held.erase(lease.lease_id());
+              ++shared.running;  // until delivered: a drain must wait for it
               deliver_result = true;
             } else {
               it->build = Pending::Build::kDone;
@@ -383,6 +387,8 @@ void Worker::Run(const std::atomic<bool>& stop) {
           m.mutable_result()->set_lease_id(lease.lease_id());
           *m.mutable_result()->mutable_result() = std::move(result);
           deliver(m);
+          absl::MutexLock lock(&shared.mu);
+          --shared.running;
         }
       }
     });

@@ -65,7 +65,10 @@ void LockToCandidateFiles(const std::string& cache_dir, CandidateFiles* files) {
     std::string real = RealPath(dir);
     overlaps |= !real.empty() && (PathIsBeneath(cache, real) || PathIsBeneath(real, cache));
   }
-  files->isolated = lock.applied && lock.threads == 1 && !cache.empty() && !overlaps;
+  // ABI 3 is the first that refuses truncate(2): below it another candidate's binaries could
+  // be emptied.
+  files->isolated =
+      lock.applied && lock.abi >= 3 && lock.threads == 1 && !cache.empty() && !overlaps;
 }
 
 }  // namespace kforge::eval

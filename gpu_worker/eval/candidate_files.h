@@ -29,9 +29,11 @@ struct CandidateFiles {
   std::string nvrtc_dir;
   std::string torch_extensions_dir;
   std::string cpp_objects_dir;
-  // The lock is in force for the whole process and no directory it may write overlaps the
-  // cache directory outside `dir`: no other candidate could have planted what this one loads
-  // from the cache, and this one can plant nothing for others.
+  // The lock (Landlock ABI >= 3) is in force for the whole process and no directory it may
+  // write overlaps the cache directory outside `dir`: no other candidate could have planted
+  // what this one loads from the cache, and this one can plant nothing for others. Landlock
+  // does not cover chmod, chown, utime or xattrs: a candidate can still make others' cache
+  // entries unreadable (their builds then fail), but not replace them.
   bool isolated = false;
 };
 

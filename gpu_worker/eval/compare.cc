@@ -116,8 +116,10 @@ std::map<std::pair<std::string, at::ScalarType>, std::string>& CompiledCubins() 
   return *cubins;
 }
 
-// The cubin of the comparison kernel for `type` on `arch`, compiled at most once per process
-// (or inherited from a fork server that compiled it). Empty with `log` set on failure.
+// The cubin of the comparison kernel for `type` on `arch`, compiled at most once per process.
+// Empty with `log` set on failure. --fmad=false: no fused multiply-adds, so every product and
+// sum rounds as in the host loop (compiled with -ffp-contract=off) and an element exactly on
+// the tolerance boundary gets the same decision on both.
 const std::string& CompareCubin(const std::string& arch, at::ScalarType type, std::string* log) {
   static const std::string kNone;
   auto key = std::make_pair(arch, type);
@@ -126,6 +128,7 @@ const std::string& CompareCubin(const std::string& arch, at::ScalarType type, st
   req.source = CompareKernelSource(type);
   req.name = "kforge_compare.cu";
   req.arch = arch;
+  req.options = {"--fmad=false"};
   NvrtcCompileOutput nv = CompileWithNvrtc(req);
   if (!nv.ok) {
     *log = nv.log;

@@ -264,7 +264,10 @@ class Evaluation {
       candidate_ = ExecModule("kforge_candidate", req_.candidate_source());
     } catch (const py::error_already_set& e) {
       std::string what = DescribePythonError(e);
-      bool compile = e.matches(PyExc_SyntaxError) || e.matches(PyExc_ImportError) ||
+      // An ImportError in a build ahead (no GPU visible) may not happen on the GPU: there it is
+      // a runtime_error, which the worker does not take as final.
+      bool compile = e.matches(PyExc_SyntaxError) ||
+                     (e.matches(PyExc_ImportError) && !req_.build_only()) ||
                      what.find("CompileError") != std::string::npos ||
                      what.find("Error building extension") != std::string::npos;
       return Verdict{compile ? v1::VERDICT_COMPILE_ERROR : v1::VERDICT_RUNTIME_ERROR,
