@@ -78,8 +78,10 @@ grpc::Status WorkerServiceImpl::Register(grpc::ServerContext*, const v1::Registe
 // filled by a lease statement in flight.
 class WorkerServiceImpl::Stream {
  public:
+  // `held`: leases the worker still holds from an earlier stream; they fill slots until
+  // answered or released, like those sent on this one.
   Stream(WorkerServiceImpl& service, WorkerStream* rpc, std::string worker_id, std::string gpu_type,
-         int slots)
+         int slots, const std::vector<std::string>& held)
       : service_(service),
         rpc_(rpc),
         worker_id_(std::move(worker_id)),
@@ -89,7 +91,10 @@ class WorkerServiceImpl::Stream {
         leases_granted_(service.leases_.Add({{"gpu_type", gpu_type_}})),
         queue_wait_(service.queue_wait_.Add({{"gpu_type", gpu_type_}},
                                             prometheus::Histogram::BucketBoundaries{
-                                                0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120, 600, 3600})) {}
+                                                0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120, 600, 3600})) {
+    absl::MutexLock lock(&mu_);
+    outstanding_.insert(held.begin(), held.end());
+  }
 
   // The handler thread: leases whenever slots are free and nothing else fills them, then
   // waits for new work of this type, for a freed slot, or for the poll interval.
@@ -294,7 +299,9 @@ grpc::Status WorkerServiceImpl::Connect(grpc::ServerContext* ctx, WorkerStream* 
   // Leases beyond the slots wait on the worker while it builds them on its CPUs.
   const int prefetch =
       static_cast<int>(std::min<uint32_t>(first.hello().prefetch(), 2u * static_cast<uint32_t>(worker->slots)));
-  Stream stream(*this, rpc, worker_id, worker->gpu_type, worker->slots + prefetch);
+  std::vector<std::string> held(first.hello().held_lease_ids().begin(),
+                                first.hello().held_lease_ids().end());
+  Stream stream(*this, rpc, worker_id, worker->gpu_type, worker->slots + prefetch, held);
   std::thread reader([&] { stream.Read(); });
   stream.Lease(ctx);
   ctx->TryCancel();

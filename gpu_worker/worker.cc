@@ -443,6 +443,10 @@ void Worker::Run(const std::atomic<bool>& stop) {
     v1::WorkerMessage hello;
     hello.mutable_hello()->set_worker_id(worker_id);
     hello.mutable_hello()->set_prefetch(static_cast<uint32_t>(std::max(options_.prefetch, 0)));
+    {
+      absl::MutexLock lock(&shared.mu);
+      for (const auto& id : shared.held) hello.mutable_hello()->add_held_lease_ids(id);
+    }
     s->Write(hello);
     LogInfo("connected", {{"worker_id", worker_id}});
     // Results finished while disconnected go first.

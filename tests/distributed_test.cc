@@ -4,6 +4,8 @@
 // twice when a worker, the coordinator or the database dies mid-batch.
 #include <signal.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <map>
@@ -155,11 +157,25 @@ TEST(DistributedTest, CoordinatorKilledMidBatchClientReattachesAndNothingIsLost)
   EXPECT_FALSE(broken.ok());
   ASSERT_FALSE(batch_id.empty());
   cluster.StartCoordinator();
+  // The reconnected worker still runs the lease it had: the new coordinator must count it, not
+  // lease its one slot a second time.
+  std::atomic<bool> polling{true};
+  int most_leased = 0;
+  std::thread poller([&] {
+    while (polling) {
+      PgResult n = cluster.Query("SELECT count(*) AS n FROM evaluations WHERE state = 'leased'");
+      most_leased = std::max(most_leased, std::stoi(n.Get(0, "n")));
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
   v1::EvaluateBatchRequest reattach;
   reattach.set_batch_id(batch_id);
   std::vector<v1::EvaluationRecord> all;
   auto stub2 = cluster.Stub();
   grpc::Status s = ReadBatch(*stub2, reattach, &all, nullptr);
+  polling = false;
+  poller.join();
+  EXPECT_EQ(most_leased, 1) << "a one-slot worker held more leases than its slot";
   ASSERT_TRUE(s.ok()) << s.error_message();
   ASSERT_EQ(all.size(), 3u);
   std::set<std::string> ids;
