@@ -298,10 +298,14 @@ void Worker::Run(const std::atomic<bool>& stop) {
         v1::WorkerMessage m;
         m.mutable_result()->set_lease_id(lease.lease_id());
         *m.mutable_result()->mutable_result() = std::move(result);
+        {
+          // No longer held once answered: the next lease may arrive as soon as the result does.
+          absl::MutexLock lock(&shared.mu);
+          shared.held.erase(lease.lease_id());
+        }
         deliver(m);
         absl::MutexLock lock(&shared.mu);
         --shared.running;
-        shared.held.erase(lease.lease_id());
       }
     });
   }
@@ -520,6 +524,9 @@ void Worker::Run(const std::atomic<bool>& stop) {
       }
       shared.held.insert(msg.lease().lease_id());
       shared.queued.push_back(Pending{msg.lease()});
+      LogInfo("lease received", {{"lease_id", msg.lease().lease_id()},
+                                 {"evaluation_id", msg.lease().evaluation_id()},
+                                 {"held", std::to_string(shared.held.size())}});
     }
     session_over = true;
     heartbeat.join();
