@@ -30,10 +30,7 @@ LOAD_INLINE=${LOAD_INLINE:-2}
 PREFETCH=${PREFETCH:-2}
 # shellcheck source=scripts/gpu_cluster_lib.sh
 source scripts/gpu_cluster_lib.sh
-gc_begin
-gc_unpack
-gc_build_eval
-gc_start_pg
+gc_setup
 gc_start_coordinator
 KF=("$B/kforge" --coordinator="$COORD" --timeout_s=1200)
 

@@ -36,11 +36,7 @@ mkdir -p "$OUT"
 source scripts/gpu_cluster_lib.sh
 # shellcheck source=scripts/demo_jobs.sh
 source scripts/demo_jobs.sh
-gc_begin
-
-gc_unpack
-gc_build_eval
-gc_start_pg
+gc_setup
 
 # The gateway's port is chosen first: the coordinator (which applies the migrations the
 # gateway waits for) must know where to find it.

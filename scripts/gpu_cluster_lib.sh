@@ -14,6 +14,7 @@
 #   start NAME BIN FLAGS...  a service with a ready file; status 1 when it does not come up
 #   port_of NAME KEY  a port from NAME's ready file (KEY grpc_port or metrics_port)
 #   gc_start_coordinator FLAGS...  the coordinator on that database; COORD its address
+#   gc_setup          gc_begin, gc_unpack, gc_build_eval, gc_start_pg in one
 #   gc_start_worker FLAGS...  the worker (one slot per GPU; DEVICE=cpu: two CPU slots) with
 #                     FLAGS; falls back to --sandbox_user= when nobody cannot run kforge-eval
 # As root, PostgreSQL and the sandbox's children run as nobody (as_user).
@@ -124,6 +125,14 @@ start() {
   return 1
 }
 port_of() { sed -E "s/.*\"$2\":([0-9]+).*/\1/" "$WORK/run/$1.ready"; }
+
+# gc_begin, gc_unpack, gc_build_eval and gc_start_pg, the start every script shares.
+gc_setup() {
+  gc_begin
+  gc_unpack
+  gc_build_eval
+  gc_start_pg
+}
 
 # The coordinator on the database of gc_start_pg, with FLAGS; sets COORD (its gRPC address).
 gc_start_coordinator() {

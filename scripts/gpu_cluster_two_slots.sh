@@ -28,14 +28,8 @@ OUT=${OUT:-/tmp/kforge-two-slots}
 VARIANTS=${VARIANTS:-3}
 # shellcheck source=scripts/gpu_cluster_lib.sh
 source scripts/gpu_cluster_lib.sh
-gc_begin
-
-# 1.-2. The bundle and the engine.
-gc_unpack
-gc_build_eval
-
-# 3. PostgreSQL, coordinator, worker.
-gc_start_pg
+# 1.-3. The bundle, the engine, PostgreSQL; then the coordinator and the worker.
+gc_setup
 gc_start_coordinator
 gc_start_worker --coordinator="$COORD" --metrics_sample_s=0.5
 WORKER_METRICS=$(port_of worker metrics_port)

@@ -110,33 +110,9 @@ const char* KernelType(at::ScalarType t) {
 
 // The comparison kernel for `type` on `device`, compiled once per process and type. Not through
 // the cubin cache: that directory is writable by candidates, and a planted cubin would decide
-// correctness. Throws std::runtime_error.
-std::map<std::pair<std::string, at::ScalarType>, std::string>& CompiledCubins() {
-  static auto* cubins = new std::map<std::pair<std::string, at::ScalarType>, std::string>();
-  return *cubins;
-}
-
-// The cubin of the comparison kernel for `type` on `arch`, compiled at most once per process.
-// Empty with `log` set on failure. --fmad=false: no fused multiply-adds, so every product and
-// sum rounds as in the host loop (compiled with -ffp-contract=off) and an element exactly on
-// the tolerance boundary gets the same decision on both.
-const std::string& CompareCubin(const std::string& arch, at::ScalarType type, std::string* log) {
-  static const std::string kNone;
-  auto key = std::make_pair(arch, type);
-  if (auto it = CompiledCubins().find(key); it != CompiledCubins().end()) return it->second;
-  NvrtcCompileRequest req;
-  req.source = CompareKernelSource(type);
-  req.name = "kforge_compare.cu";
-  req.arch = arch;
-  req.options = {"--fmad=false"};
-  NvrtcCompileOutput nv = CompileWithNvrtc(req);
-  if (!nv.ok) {
-    *log = nv.log;
-    return kNone;
-  }
-  return CompiledCubins()[key] = std::move(nv.cubin);
-}
-
+// correctness. --fmad=false: no fused multiply-adds, so every product and sum rounds as in the
+// host loop (compiled with -ffp-contract=off) and an element exactly on the tolerance boundary
+// gets the same decision on both. Throws std::runtime_error.
 CUfunction DeviceKernel(int device, at::ScalarType type) {
   static std::map<std::pair<int, at::ScalarType>, CUfunction> kernels;
   auto key = std::make_pair(device, type);
@@ -146,12 +122,15 @@ CUfunction DeviceKernel(int device, at::ScalarType type) {
     throw std::runtime_error("kforge: cannot read the properties of CUDA device " +
                              std::to_string(device));
   }
-  std::string log;
-  const std::string& cubin =
-      CompareCubin("sm_" + std::to_string(p.major) + std::to_string(p.minor), type, &log);
-  if (cubin.empty()) throw std::runtime_error("kforge: the comparison kernel did not compile: " + log);
+  NvrtcCompileRequest req;
+  req.source = CompareKernelSource(type);
+  req.name = "kforge_compare.cu";
+  req.arch = "sm_" + std::to_string(p.major) + std::to_string(p.minor);
+  req.options = {"--fmad=false"};
+  NvrtcCompileOutput nv = CompileWithNvrtc(req);
+  if (!nv.ok) throw std::runtime_error("kforge: the comparison kernel did not compile: " + nv.log);
   CUmodule module = nullptr;
-  CheckCu(GetDriver().module_load_data(&module, cubin.data()), "loading the comparison kernel");
+  CheckCu(GetDriver().module_load_data(&module, nv.cubin.data()), "loading the comparison kernel");
   CUfunction fn = nullptr;
   CheckCu(GetDriver().module_get_function(&fn, module, "kforge_compare"),
           "finding the comparison kernel");
