@@ -69,8 +69,10 @@ for sec in ("stages", "served"):
 print("evals/GPU-hour (cached, process each):", b.get("evals_per_gpu_hour_cached"))
 print("evals/GPU-hour (cached, fork server):", b.get("evals_per_gpu_hour_served"),
       "first answer incl. server start:", b.get("served_first_answer_s"))
-r = b.get("repeat")
-if r: print(f"repeat: median speedup {r['median_speedup']} spread {r['spread_pct']} % over {r['ok']}/{r['runs']}")
+for r in b.get("repeat", []):
+    print(f"repeat {r['task']}: median speedup {r['median_speedup']} spread {r['spread_pct']} % "
+          f"over {r['ok']}/{r['runs']}, wall {min(r['wall_s'], default=0):.2f}-"
+          f"{max(r['wall_s'], default=0):.2f} s, samples {r['samples']}")
 bl = b.get("baseline")
 if bl: print(f"baseline: {bl['ok']}/{bl['tasks']} tasks in {bl['wall_s']:.0f} s; failed: {bl['failed'][:5]}")
 for k, v in b.items():

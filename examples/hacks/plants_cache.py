@@ -4,14 +4,15 @@ evaluation on a node, and a cache hit is loaded without recompiling: a candidate
 fake cubin, shared object or precompiled header under another candidate's key gets that
 candidate measured with code its source does not contain. This one finds the cache through
 TORCH_EXTENSIONS_DIR, then tries to write a file into every directory of the cache outside its
-own namespace and to overwrite every cubin, shared object and precompiled header there.
+own namespace, to overwrite every cubin, shared object and precompiled header there and to
+make each of them unreadable (chmod 000).
 If any write succeeds it behaves as a correct ReLU (the plant is in place); if all fail it
 raises, listing each failure.
 Source: docs/evaluation.md, issue "the build caches are shared and writable by candidates".
 Task: tasks/tiny/tiny_relu.py (needs --cache-dir; tests/engine/cache_isolation_test.py checks
 that nothing in the cache changed).
 Expected verdict: runtime_error (the engine's Landlock lock refuses every write: Permission
-denied)."""
+denied; its seccomp filter every chmod: Operation not permitted)."""
 import glob
 
 import numpy as np
@@ -49,6 +50,11 @@ for path in targets:
     with Attempt() as a:
         FAKE.tofile(path)
     (refused if a.error else planted).append(f"{path}: {a.error!r}")
+    if not path.endswith("/planted.cubin"):
+        # Denial instead of a plant: the entry made unreadable fails its owner's next build.
+        with Attempt() as a:
+            ext.os.chmod(path, 0)
+        (refused if a.error else planted).append(f"chmod {path}: {a.error!r}")
 if not planted:
     raise RuntimeError(f"no plant succeeded ({len(refused)} tries): " + "; ".join(refused))
 

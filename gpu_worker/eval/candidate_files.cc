@@ -66,9 +66,9 @@ void LockToCandidateFiles(const std::string& cache_dir, CandidateFiles* files) {
     overlaps |= !real.empty() && (PathIsBeneath(cache, real) || PathIsBeneath(real, cache));
   }
   // ABI 3 is the first that refuses truncate(2): below it another candidate's binaries could
-  // be emptied.
-  files->isolated =
-      lock.applied && lock.abi >= 3 && lock.threads == 1 && !cache.empty() && !overlaps;
+  // be emptied. Without the metadata filter they could be made unreadable.
+  files->isolated = lock.applied && lock.metadata_locked && lock.abi >= 3 && lock.threads == 1 &&
+                    !cache.empty() && !overlaps;
 }
 
 }  // namespace kforge::eval

@@ -3,13 +3,18 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
 #include <linux/landlock.h>
+#include <linux/seccomp.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 namespace kforge::eval {
 namespace {
@@ -40,6 +45,78 @@ int CountThreads() {
   while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
   closedir(d);
   return n;
+}
+
+#if defined(__x86_64__)
+constexpr uint32_t kNativeArch = AUDIT_ARCH_X86_64;
+#elif defined(__aarch64__)
+constexpr uint32_t kNativeArch = AUDIT_ARCH_AARCH64;
+#else
+#error "the metadata filter knows x86_64 and aarch64"
+#endif
+
+// Every system call that changes a file's mode, owner, times or extended attributes. Numbers
+// from 424 on are the same on every architecture; the system headers may predate them.
+const std::vector<uint32_t>& MetadataSyscalls() {
+  static const std::vector<uint32_t> calls = {
+#ifdef SYS_chmod
+      SYS_chmod,
+#endif
+#ifdef SYS_chown
+      SYS_chown,
+#endif
+#ifdef SYS_lchown
+      SYS_lchown,
+#endif
+#ifdef SYS_utime
+      SYS_utime,
+#endif
+#ifdef SYS_utimes
+      SYS_utimes,
+#endif
+#ifdef SYS_futimesat
+      SYS_futimesat,
+#endif
+      SYS_fchmod,
+      SYS_fchmodat,
+      452,  // fchmodat2
+      SYS_fchown,
+      SYS_fchownat,
+      SYS_utimensat,
+      SYS_setxattr,
+      SYS_lsetxattr,
+      SYS_fsetxattr,
+      SYS_removexattr,
+      SYS_lremovexattr,
+      SYS_fremovexattr,
+      463,  // setxattrat
+      466,  // removexattrat
+  };
+  return calls;
+}
+
+// A filter answering EPERM to MetadataSyscalls() and to every call of a foreign ABI (i386
+// through int 0x80, x32), which would reach the same operations by other numbers.
+std::vector<sock_filter> MetadataFilter() {
+  const uint32_t deny = SECCOMP_RET_ERRNO | EPERM;
+  const auto& calls = MetadataSyscalls();
+  std::vector<sock_filter> f;
+  f.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)));
+  f.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, kNativeArch, 1, 0));
+  f.push_back(BPF_STMT(BPF_RET | BPF_K, deny));
+  f.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)));
+#if defined(__x86_64__)
+  f.push_back(BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000U, 0, 1));  // x32
+  f.push_back(BPF_STMT(BPF_RET | BPF_K, deny));
+#endif
+  for (size_t i = 0; i < calls.size(); ++i) {
+    // Jump to the deny at the end, past the remaining checks and the allow.
+    auto to_deny = static_cast<uint8_t>(calls.size() - i);
+    f.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, calls[i], to_deny, 0));
+  }
+  f.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+  f.push_back(BPF_STMT(BPF_RET | BPF_K, deny));
+  return f;
 }
 
 struct Fd {
@@ -94,6 +171,14 @@ FsLockOutcome LockWritesBeneath(const std::vector<std::string>& writable_dirs) {
     return out;
   }
   out.applied = true;
+  std::vector<sock_filter> filter = MetadataFilter();
+  sock_fprog prog{static_cast<unsigned short>(filter.size()), filter.data()};
+  // TSYNC: every thread of the process gets the filter, not only this one.
+  if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog) != 0) {
+    out.error = std::string("seccomp (metadata changes): ") + std::strerror(errno);
+    return out;
+  }
+  out.metadata_locked = true;
   return out;
 }
 

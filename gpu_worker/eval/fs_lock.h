@@ -2,6 +2,9 @@
 // directories, with Landlock (Linux 5.13+, raw syscalls). Reads, execution and device ioctls
 // stay unrestricted: only the write-type access rights are handled (write, truncate, create,
 // remove, rename/link across directories), chosen by the Landlock ABI the kernel offers.
+// Landlock does not cover a file's metadata, so a seccomp filter then refuses (EPERM) every
+// change of mode, owner, times or extended attributes, anywhere: without it a process could
+// make files it may not write unreadable (chmod 000) for everyone of its uid.
 //
 // The restriction is irreversible and inherited by every child and every thread created
 // afterwards. Landlock restricts the calling thread only: threads that already exist stay
@@ -22,7 +25,8 @@ namespace kforge::eval {
 int LandlockAbi();
 
 struct FsLockOutcome {
-  bool applied = false;  // the restriction is in force for this thread and its descendants
+  bool applied = false;  // the write restriction is in force for this thread and descendants
+  bool metadata_locked = false;  // chmod/chown/utime/xattr changes refused, in every thread
   int abi = 0;           // Landlock ABI used (0: unavailable)
   int threads = 0;       // threads of the process when the lock was applied (1: all covered)
   std::string error;     // why it was not applied (empty when applied)

@@ -4,7 +4,9 @@
 #include <ftw.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -31,7 +33,7 @@ int InLockedChild(const std::string& allowed, Probe probe) {
   pid_t pid = fork();
   if (pid == 0) {
     FsLockOutcome lock = LockWritesBeneath({allowed});
-    if (!lock.applied || lock.threads != 1) {
+    if (!lock.applied || !lock.metadata_locked || lock.threads != 1) {
       std::fprintf(stderr, "lock not applied: %s (threads %d)\n", lock.error.c_str(),
                    lock.threads);
       _exit(100);
@@ -89,6 +91,36 @@ TEST_F(FsLockTest, LockedChildWritesOnlyBeneathTheAllowedDirectory) {
   EXPECT_NE(stat((outside_ + "/planted").c_str(), &st), 0);
   EXPECT_EQ(stat((outside_ + "/existing").c_str(), &st), 0);
   EXPECT_EQ(stat((inside_ + "/sub/deeper").c_str(), &st), 0);
+}
+
+TEST_F(FsLockTest, LockedChildCannotChangeModesOwnersTimesOrAttributesAnywhere) {
+  std::string inside = inside_, outside = outside_;
+  ASSERT_EQ(OpenForWriting(inside_ + "/own", O_CREAT), 0);
+  int failures = InLockedChild(inside, [&] {
+    int f = 0;
+    for (const std::string& path : {outside + "/existing", inside + "/own"}) {
+      const char* p = path.c_str();
+      f += !(chmod(p, 0) != 0 && errno == EPERM);
+      f += !(fchmodat(AT_FDCWD, p, 0, 0) != 0 && errno == EPERM);
+      f += !(chown(p, getuid(), getgid()) != 0 && errno == EPERM);
+      f += !(utimensat(AT_FDCWD, p, nullptr, 0) != 0 && errno == EPERM);
+      f += !(setxattr(p, "user.kforge", "x", 1, 0) != 0 && errno == EPERM);
+      int fd = open(p, O_RDONLY | O_CLOEXEC);
+      f += fd < 0;
+      f += !(fchmod(fd, 0) != 0 && errno == EPERM);
+      close(fd);
+    }
+    // fchmodat2 by number (Linux 6.6+; ENOSYS before, which also leaves the mode alone).
+    f += syscall(452, AT_FDCWD, (outside + "/existing").c_str(), 0, 0) == 0;
+    return f;
+  });
+  EXPECT_EQ(failures, 0);
+  struct stat st;
+  ASSERT_EQ(stat((outside_ + "/existing").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ASSERT_EQ(stat((inside_ + "/own").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(chmod((outside_ + "/existing").c_str(), 0640), 0);  // the parent is not filtered
 }
 
 TEST_F(FsLockTest, ChildrenOfALockedProcessInheritTheLock) {

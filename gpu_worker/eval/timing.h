@@ -6,8 +6,8 @@
 // device, read the host clock. The event interval is the measurement; the host interval
 // (which includes work on every stream) is used to detect work hidden on other streams.
 // Input sets rotate between samples. Sampling stops once both programs have at least
-// `min_samples` and the relative standard error of both medians is below `max_rel_stderr`,
-// or when `time_cap_s` is spent. CPU mode uses the host clock alone and no flush.
+// `min_samples` and the relative standard error of both medians (RelStderrOfMedian) is below
+// `max_rel_stderr`, or when `time_cap_s` is spent. CPU mode uses the host clock alone and no flush.
 //
 // Thread-safety: one thread; the callables run on it.
 #ifndef KFORGE_GPU_WORKER_EVAL_TIMING_H_
@@ -48,6 +48,12 @@ struct TimingOutcome {
 // An empty `candidate` times the reference alone (baselines).
 TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate, int num_sets,
                               const TimingOptions& options);
+
+// The standard error of the samples' median relative to the median, from the distribution-free
+// 95% confidence interval of the median (order statistics); 1 for fewer than 3 samples or a
+// median <= 0. Robust to heavy tails: a few slow samples widen it by their count, not by
+// their size.
+double RelStderrOfMedian(std::vector<double> samples);
 
 // Summary statistics of samples in milliseconds.
 v1::TimingStats Summarise(std::vector<double> samples_ms);

@@ -7,8 +7,9 @@ With one fresh cache directory, in CPU mode:
      <cache>/c/<sha256 of its source>/nvrtc/;
   2. a shared precompiled header stand-in is put in <cache>/cpp/, as the engine would;
   3. examples/hacks/plants_cache.py, one-shot and through a fork server, tries to write into
-     every directory of the cache and over every cubin and PCH: each write must be refused,
-     and nothing in the cache outside the hack's namespace may change;
+     every directory of the cache and over every cubin and PCH, and to chmod each of them
+     000: each write and mode change must be refused, and nothing in the cache outside the
+     hack's namespace may change (contents, inode, mtime, mode);
   4. the victim is evaluated again: its cubin is a cache hit (the file is not rewritten).
 Every result must report system.cache_isolated. Exits 1 on the first failed check.
 
@@ -45,14 +46,14 @@ def evaluate(binary, candidate, cache):
 
 
 def snapshot(cache, skip):
-    """path -> (inode, mtime_ns, bytes) of every file in the cache outside `skip`."""
+    """path -> (inode, mtime_ns, bytes, mode) of every file in the cache outside `skip`."""
     files = {}
     for d, _, names in os.walk(cache):
         for n in names:
             p = os.path.join(d, n)
             if not p.startswith(skip + os.sep):
                 st = os.stat(p)
-                files[p] = (st.st_ino, st.st_mtime_ns, open(p, "rb").read())
+                files[p] = (st.st_ino, st.st_mtime_ns, open(p, "rb").read(), st.st_mode)
     return files
 
 
@@ -65,6 +66,8 @@ def check_hack(result, how):
     check(result["verdict"] == "runtime_error" and "no plant succeeded" in reason,
           f"{how}: every plant failed ({result['verdict']}: {reason[:300]})")
     check("Permission denied" in reason, f"{how}: the writes were refused by the lock")
+    check("chmod" in reason and "Operation not permitted" in reason,
+          f"{how}: the mode changes were refused by the metadata filter")
     check(result["system"]["cache_isolated"], f"{how}: the result says cache_isolated")
 
 

@@ -12,7 +12,7 @@ Sections:
             evaluations per GPU-hour from the cached total
   served    the stages section through one fork server (kforge-eval --serve): per task one
             cold and --cached evaluations with the build cached; evaluations per GPU-hour
-  repeat    one candidate evaluated R times: spread of the speedup (--serve: in one server)
+  repeat    each of REPEAT_CASES evaluated R times: spread of the speedup (--serve: in one server)
   baseline  eager reference time of every task under --kernelbench (kforge-eval --baseline)
 --kernelbench is KernelBench's folder (../shared/kernelbench; not copied into the project).
 Writes DIR/bench.json and prints a markdown summary.
@@ -167,24 +167,36 @@ def section_served(args, summary):
     summary["evals_per_gpu_hour_served"] = 3600 / statistics.mean(cached) if cached else None
 
 
+REPEAT_CASES = [  # (KernelBench task, example candidate): kernels of 50 us or more
+    ("level1/19_ReLU", "candidates/19_ReLU/nvrtc_vec4.py"),
+    ("level1/40_LayerNorm", "candidates/40_LayerNorm/nvrtc_split_welford.py"),
+]
+
+
 def section_repeat(args, summary):
-    task = os.path.join(args.kernelbench, "level1/19_ReLU.py")
-    src = open(os.path.join(EX, "candidates/19_ReLU/nvrtc_vec4.py")).read()
     cache = tempfile.mkdtemp(prefix="kforge-repeat-")
     server = serve_client.Server(args.eval, cache) if args.serve else None
-    speedups, cand_ms = [], []
-    for _ in range(args.repeat):
-        r = evaluate(args, task, src, cache, server=server)
-        if r.get("verdict") == "ok":
-            speedups.append(r["speedup"])
-            cand_ms.append(r["candidate"]["median_ms"])
-    med = statistics.median(speedups) if speedups else None
-    summary["repeat"] = dict(
-        task="level1/19_ReLU", candidate="nvrtc_vec4", served=args.serve, runs=args.repeat,
-        ok=len(speedups),
-        speedups=speedups, candidate_ms=cand_ms, median_speedup=med,
-        spread_pct=(100 * (max(speedups) - min(speedups)) / med) if speedups else None)
-    print(f"repeat {summary['repeat']}", flush=True)
+    summary["repeat"] = []
+    for name, cand in REPEAT_CASES:
+        task = os.path.join(args.kernelbench, name + ".py")
+        src = open(os.path.join(EX, cand)).read()
+        speedups, cand_ms, samples, walls = [], [], [], []
+        for _ in range(args.repeat):
+            r = evaluate(args, task, src, cache, server=server)
+            if r.get("verdict") == "ok":
+                speedups.append(r["speedup"])
+                cand_ms.append(r["candidate"]["median_ms"])
+                samples.append(r["candidate"]["n"])
+                walls.append(r["wall_s"])
+        med = statistics.median(speedups) if speedups else None
+        row = dict(task=name, candidate=os.path.basename(cand), served=args.serve,
+                   runs=args.repeat, ok=len(speedups), speedups=speedups, candidate_ms=cand_ms,
+                   samples=samples, wall_s=walls, median_speedup=med,
+                   spread_pct=(100 * (max(speedups) - min(speedups)) / med) if speedups else None)
+        summary["repeat"].append(row)
+        print(f"repeat {row}", flush=True)
+    if server:
+        server.close()
 
 
 def section_baseline(args, summary):
