@@ -32,6 +32,7 @@ constexpr char kUsage[] =
     "                   [--trials N] [--atol X] [--rtol X] [--min-samples N]\n"
     "                   [--max-rel-stderr X] [--build-timeout S] [--correctness-timeout S]\n"
     "                   [--timing-timeout S] [--cache-dir DIR] [--build-only]\n"
+    "                   [--keep-samples 1]\n"
     "       kforge-eval --request REQ.pb|- [--result-pb OUT.pb] [--json OUT] [--cache-dir DIR]\n"
     "                   [--build-only]\n"
     "       kforge-eval --baseline TASK_DIR [--device D] [--json OUT.jsonl] [--per-task-cap S]\n"
@@ -92,7 +93,8 @@ int main(int argc, char** argv) {
                                  "json", "trials", "atol", "rtol", "min-samples",
                                  "max-rel-stderr", "build-timeout", "correctness-timeout",
                                  "timing-timeout", "cache-dir", "request", "result-pb",
-                                 "baseline", "per-task-cap", "serve", "answer"};
+                                 "baseline", "per-task-cap", "serve", "answer",
+                                 "keep-samples"};
   for (const auto& [k, v] : flags) {
     bool known = false;
     for (const char* n : kKnown) known |= k == n;
@@ -163,6 +165,7 @@ int main(int argc, char** argv) {
     req.mutable_limits()->set_build_s(num("build-timeout", 0));
     req.mutable_limits()->set_correctness_s(num("correctness-timeout", 0));
     req.mutable_limits()->set_timing_s(num("timing-timeout", 0));
+    req.set_keep_samples(num("keep-samples", 0) != 0);
   }
 
   if (build_only) req.set_build_only(true);

@@ -152,7 +152,7 @@ def run_served(case, args):
             task_source=open(case["task"]).read(),
             candidate_source=open(case["candidate"]).read(), device=args.device,
             task_name=case["task"], correctness_s=args.correctness_timeout,
-            timing_s=args.timing_timeout)
+            timing_s=args.timing_timeout, keep_samples=True)
     except (EOFError, BrokenPipeError) as e:
         _local.server = None
         return dict(verdict="<no result>", reason=f"fork server: {e}", rule="")
@@ -165,7 +165,8 @@ def run(case, args):
         out = os.path.join(tmp, "result.json")
         cmd = [args.eval, "--task", case["task"], "--candidate", case["candidate"],
                "--device", args.device, "--json", out, "--correctness-timeout",
-               str(args.correctness_timeout), "--timing-timeout", str(args.timing_timeout)]
+               str(args.correctness_timeout), "--timing-timeout", str(args.timing_timeout),
+               "--keep-samples", "1"]
         if args.cache_dir:
             cmd += ["--cache-dir", args.cache_dir]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
@@ -174,7 +175,25 @@ def run(case, args):
         return json.load(open(out))
 
 
+def samples_match(result):
+    """Every case asks for its timing samples: an `ok` result's samples must be the ones its
+    statistics describe."""
+    if result.get("verdict") != "ok":
+        return True
+    for program in ("reference", "candidate"):
+        t = result.get(program, {})
+        s = sorted(t.get("samples_ms", []))
+        if len(s) != t.get("n") or not s or t.get("input_sets", 0) < 1:
+            return False
+        median = s[len(s) // 2] if len(s) % 2 else (s[len(s) // 2 - 1] + s[len(s) // 2]) / 2
+        if abs(median - t["median_ms"]) > 1e-9 * max(1.0, median):
+            return False
+    return True
+
+
 def judge(case, result):
+    if not samples_match(result):
+        return False
     want_verdict, want_rule = case["expect"]
     got_verdict, got_rule = result.get("verdict"), result.get("rule") or None
     exact = got_verdict == want_verdict and (want_rule is None or got_rule == want_rule)

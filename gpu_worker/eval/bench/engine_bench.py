@@ -42,11 +42,11 @@ CORRECTNESS_PART_KEYS = ("correctness_inputs_s", "correctness_reference_s",
                          "correctness_compare_s")
 
 
-def evaluate(args, task, candidate_src, cache_dir, extra=(), server=None):
+def evaluate(args, task, candidate_src, cache_dir, extra=(), server=None, keep_samples=False):
     if server is not None:
         t0 = time.time()
         r = server.evaluate(task_source=open(task).read(), candidate_source=candidate_src,
-                            device=args.device, task_name=task)
+                            device=args.device, task_name=task, keep_samples=keep_samples)
         r["wall_s"] = time.time() - t0
         return r
     with tempfile.TemporaryDirectory() as tmp:
@@ -54,8 +54,9 @@ def evaluate(args, task, candidate_src, cache_dir, extra=(), server=None):
         open(cand, "w").write(candidate_src)
         out = os.path.join(tmp, "r.json")
         t0 = time.time()
+        keep = ["--keep-samples", "1"] if keep_samples else []
         subprocess.run([args.eval, "--task", task, "--candidate", cand, "--device", args.device,
-                        "--cache-dir", cache_dir, "--json", out, *extra],
+                        "--cache-dir", cache_dir, "--json", out, *keep, *extra],
                        capture_output=True, text=True, timeout=900)
         wall = time.time() - t0
         r = json.load(open(out)) if os.path.exists(out) else {"verdict": "<none>"}
@@ -178,23 +179,31 @@ def section_repeat(args, summary):
     server = serve_client.Server(args.eval, cache) if args.serve else None
     summary["repeat"] = []
     for name, cand in REPEAT_CASES:
+        if args.repeat_only and args.repeat_only not in name:
+            continue
         task = os.path.join(args.kernelbench, name + ".py")
         src = open(os.path.join(EX, cand)).read()
-        speedups, cand_ms, samples, walls = [], [], [], []
+        speedups, cand_ms, samples, walls, raw = [], [], [], [], []
         for _ in range(args.repeat):
-            r = evaluate(args, task, src, cache, server=server)
+            r = evaluate(args, task, src, cache, server=server, keep_samples=args.keep_samples)
             if r.get("verdict") == "ok":
                 speedups.append(r["speedup"])
                 cand_ms.append(r["candidate"]["median_ms"])
                 samples.append(r["candidate"]["n"])
                 walls.append(r["wall_s"])
+                if args.keep_samples:
+                    raw.append({p: {k: r[p].get(k) for k in
+                                    ("samples_ms", "host_samples_ms", "input_sets")}
+                                for p in ("reference", "candidate")})
         med = statistics.median(speedups) if speedups else None
         row = dict(task=name, candidate=os.path.basename(cand), served=args.serve,
                    runs=args.repeat, ok=len(speedups), speedups=speedups, candidate_ms=cand_ms,
                    samples=samples, wall_s=walls, median_speedup=med,
                    spread_pct=(100 * (max(speedups) - min(speedups)) / med) if speedups else None)
+        if raw:
+            row["raw"] = raw
         summary["repeat"].append(row)
-        print(f"repeat {row}", flush=True)
+        print(f"repeat { {k: v for k, v in row.items() if k != 'raw'} }", flush=True)
     if server:
         server.close()
 
@@ -229,6 +238,9 @@ def main():
     p.add_argument("--baseline-cap", type=float, default=1.0)
     p.add_argument("--cached", type=int, default=3, help="served: cached evaluations per task")
     p.add_argument("--serve", action="store_true", help="repeat: evaluate in one fork server")
+    p.add_argument("--repeat-only", default="", help="repeat: only the cases whose task has this")
+    p.add_argument("--keep-samples", action="store_true",
+                   help="repeat: keep every timing sample of every run in bench.json")
     args = p.parse_args()
     os.makedirs(args.out, exist_ok=True)
     summary = {}
