@@ -31,10 +31,10 @@ constexpr uint32_t kDefaultTrials = 5;
 constexpr int kTimingInputSets = 3;
 constexpr int64_t kMaxTimingSetBytes = 4LL << 30;  // fewer rotating sets above this
 
-void KeepSamples(const std::vector<double>& event_ms, const std::vector<double>& host_ms,
+void KeepSamples(const std::vector<double>& event_ms, const std::vector<double>& tail_ms,
                  int sets, v1::TimingStats* stats) {
   stats->mutable_samples_ms()->Add(event_ms.begin(), event_ms.end());
-  stats->mutable_host_samples_ms()->Add(host_ms.begin(), host_ms.end());
+  stats->mutable_tail_samples_ms()->Add(tail_ms.begin(), tail_ms.end());
   stats->set_input_sets(static_cast<uint32_t>(sets));
 }
 
@@ -588,8 +588,8 @@ class Evaluation {
     *result_.mutable_reference() = out.reference;
     *result_.mutable_candidate() = out.candidate;
     if (req_.keep_samples()) {
-      KeepSamples(out.ref_event_ms, out.ref_wall_ms, sets, result_.mutable_reference());
-      KeepSamples(out.cand_event_ms, out.cand_wall_ms, sets, result_.mutable_candidate());
+      KeepSamples(out.ref_event_ms, out.ref_tail_ms, sets, result_.mutable_reference());
+      KeepSamples(out.cand_event_ms, out.cand_tail_ms, sets, result_.mutable_candidate());
     }
     if (out.hidden_work) {
       return Verdict{v1::VERDICT_REJECTED, "side_stream: " + out.hidden_work_detail, "side_stream"};

@@ -53,7 +53,12 @@ double RelStderrOfMedian(std::vector<double> v) {
 
 namespace {
 
-// One program's sample: returns {event ms, host ms}.
+// One program's sample.
+struct Sample {
+  double event_ms = 0;  // start to end event on the current stream (CPU mode: host clock)
+  double tail_ms = 0;   // how long the device stayed busy after the end event (GPU only)
+};
+
 class Sampler {
  public:
   explicit Sampler(const TimingOptions& o) : o_(o) {
@@ -73,26 +78,31 @@ class Sampler {
     }
   }
 
-  std::pair<double, double> Sample(const Program& p, int set) {
+  Sample Run(const Program& p, int set) {
     if (!o_.cuda) {
       auto t0 = Clock::now();
       p(set);
-      double ms = Ms(Clock::now() - t0);
-      return {ms, ms};
+      return {Ms(Clock::now() - t0), 0};
     }
+    // The flush, the start event and the program are enqueued back to back, so the program's
+    // launch overlaps the flush, and the host waits on the end event alone: the device idles
+    // only for the host's turn-around between samples. (Synchronising the whole device around
+    // each sample left it idle long enough that, in phases of seconds, a 0.27 ms kernel after
+    // an 8.4 ms one ran up to 40% slower: docs/decisions.md, "Timing without idle gaps".)
     cudaStream_t stream = c10::cuda::getCurrentCUDAStream(o_.device).stream();
     CheckCuda(cudaMemsetAsync(flush_.data_ptr(), ++flush_value_ & 0xff, flush_bytes_, stream),
               "L2 flush");
-    CheckCuda(cudaDeviceSynchronize(), "synchronize before sample");
-    auto t0 = Clock::now();
     CheckCuda(cudaEventRecord(start_, stream), "record start");
     p(set);
     CheckCuda(cudaEventRecord(end_, stream), "record end");
+    CheckCuda(cudaEventSynchronize(end_), "wait for the end event");
+    auto t_end = Clock::now();
+    // Work the program left on other streams keeps the device busy past its end event.
     CheckCuda(cudaDeviceSynchronize(), "synchronize after sample");
-    double wall = Ms(Clock::now() - t0);
+    double tail = Ms(Clock::now() - t_end);
     float ev = 0;
     CheckCuda(cudaEventElapsedTime(&ev, start_, end_), "event elapsed time");
-    return {static_cast<double>(ev), wall};
+    return {static_cast<double>(ev), tail};
   }
 
  private:
@@ -126,8 +136,8 @@ TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate
   TimingOutcome out;
   const bool has_candidate = static_cast<bool>(candidate);
   for (int i = 0; i < o.warmup; ++i) {
-    sampler.Sample(reference, i % num_sets);
-    if (has_candidate) sampler.Sample(candidate, i % num_sets);
+    sampler.Run(reference, i % num_sets);
+    if (has_candidate) sampler.Run(candidate, i % num_sets);
   }
   auto start = Clock::now();
   for (uint32_t i = 0; i < o.max_samples; ++i) {
@@ -136,9 +146,9 @@ TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate
     for (int k = 0; k < 2; ++k) {
       bool is_ref = (k == 0) == ref_first;
       if (!is_ref && !has_candidate) continue;
-      auto [ev, wall] = sampler.Sample(is_ref ? reference : candidate, set);
-      (is_ref ? out.ref_event_ms : out.cand_event_ms).push_back(ev);
-      (is_ref ? out.ref_wall_ms : out.cand_wall_ms).push_back(wall);
+      Sample s = sampler.Run(is_ref ? reference : candidate, set);
+      (is_ref ? out.ref_event_ms : out.cand_event_ms).push_back(s.event_ms);
+      (is_ref ? out.ref_tail_ms : out.cand_tail_ms).push_back(s.tail_ms);
     }
     bool enough = out.ref_event_ms.size() >= o.min_samples &&
                   RelStderrOfMedian(out.ref_event_ms) < o.max_rel_stderr &&
@@ -149,17 +159,10 @@ TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate
   out.reference = Summarise(out.ref_event_ms);
   out.candidate = Summarise(out.cand_event_ms);
   if (o.cuda && has_candidate) {
-    // Host overhead of a call is similar for both programs; a candidate whose host-observed
-    // time exceeds its event time by much more than the reference's did left work running on
-    // a stream the events did not see.
-    std::vector<double> ref_gap, cand_gap;
-    for (size_t i = 0; i < out.ref_wall_ms.size(); ++i) {
-      ref_gap.push_back(out.ref_wall_ms[i] - out.ref_event_ms[i]);
-    }
-    for (size_t i = 0; i < out.cand_wall_ms.size(); ++i) {
-      cand_gap.push_back(out.cand_wall_ms[i] - out.cand_event_ms[i]);
-    }
-    double rg = Median(ref_gap), cg = Median(cand_gap);
+    // The synchronisation's own cost is the same for both programs; a candidate that keeps the
+    // device busy after its end event for much longer than the reference does left work
+    // running on a stream the events did not see.
+    double rg = Median(out.ref_tail_ms), cg = Median(out.cand_tail_ms);
     double cand_ev = out.candidate.median_ms();
     double allowance = std::max(0.1, 0.5 * cand_ev);
     if (cg > rg + allowance) {

@@ -1,10 +1,11 @@
 // Interleaved timing of the reference and the candidate.
 //
-// Per sample, for each program in alternating order: flush L2 (a memset over twice the
-// device's L2, after resetting persisting lines), synchronise the device, read the host
-// clock, record a start event on the current stream, run, record an end event, synchronise the
-// device, read the host clock. The event interval is the measurement; the host interval
-// (which includes work on every stream) is used to detect work hidden on other streams.
+// Per sample, for each program in alternating order, enqueued back to back on the current
+// stream: flush L2 (a memset over twice the device's L2, after resetting persisting lines),
+// record a start event, run, record an end event; then wait for the end event, read the host
+// clock, synchronise the whole device and read it again. The event interval is the
+// measurement; the second host interval (the "tail": work still running on any stream after
+// the end event) is used to detect work hidden on other streams.
 // Input sets rotate between samples. Sampling stops once both programs have at least
 // `min_samples` and the relative standard error of both medians (RelStderrOfMedian) is below
 // `max_rel_stderr`, or when `time_cap_s` is spent. CPU mode uses the host clock alone and no flush.
@@ -40,7 +41,7 @@ struct TimingOutcome {
   v1::TimingStats reference;
   v1::TimingStats candidate;
   std::vector<double> ref_event_ms, cand_event_ms;  // raw samples
-  std::vector<double> ref_wall_ms, cand_wall_ms;
+  std::vector<double> ref_tail_ms, cand_tail_ms;  // device busy after the end event
   bool hidden_work = false;   // candidate's host-observed time far exceeds its event time
   std::string hidden_work_detail;
 };

@@ -193,7 +193,7 @@ def section_repeat(args, summary):
                 walls.append(r["wall_s"])
                 if args.keep_samples:
                     raw.append({p: {k: r[p].get(k) for k in
-                                    ("samples_ms", "host_samples_ms", "input_sets")}
+                                    ("samples_ms", "tail_samples_ms", "input_sets")}
                                 for p in ("reference", "candidate")})
         med = statistics.median(speedups) if speedups else None
         row = dict(task=name, candidate=os.path.basename(cand), served=args.serve,
