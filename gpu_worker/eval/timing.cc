@@ -70,6 +70,18 @@ class Sampler {
     flush_ = at::empty({static_cast<int64_t>(flush_bytes_)},
                        at::TensorOptions().dtype(at::kByte).device(at::kCUDA, o_.device));
     cudaCtxResetPersistingL2Cache();
+    // How many flushes make the pre-roll: enough device work ahead of the start event that
+    // the program's launches are queued before the device reaches them.
+    cudaStream_t stream = c10::cuda::getCurrentCUDAStream(o_.device).stream();
+    Flush(stream);  // first touch
+    CheckCuda(cudaEventRecord(start_, stream), "record start");
+    Flush(stream);
+    CheckCuda(cudaEventRecord(end_, stream), "record end");
+    CheckCuda(cudaEventSynchronize(end_), "wait for the flush");
+    float flush_ms = 0;
+    CheckCuda(cudaEventElapsedTime(&flush_ms, start_, end_), "event elapsed time");
+    pre_roll_flushes_ = std::clamp(
+        static_cast<int>(std::ceil(kPreRollMs / std::max(flush_ms, 0.001F))), 1, 16);
   }
   ~Sampler() {
     if (o_.cuda) {
@@ -84,14 +96,14 @@ class Sampler {
       p(set);
       return {Ms(Clock::now() - t0), 0};
     }
-    // The flush, the start event and the program are enqueued back to back, so the program's
-    // launch overlaps the flush, and the host waits on the end event alone: the device idles
-    // only for the host's turn-around between samples. (Synchronising the whole device around
-    // each sample left it idle long enough that, in phases of seconds, a 0.27 ms kernel after
-    // an 8.4 ms one ran up to 40% slower: docs/decisions.md, "Timing without idle gaps".)
+    // The pre-roll (L2 flushes worth >= kPreRollMs of device time), the start event and the
+    // program are enqueued back to back, so the program's launches are queued while the
+    // device still flushes, and the host waits on the end event alone. (Synchronising the
+    // device before each call put the host's launch latency inside the events: in phases of
+    // seconds when the host ran slow, a 0.27 ms kernel after an 8.4 ms one measured up to 40%
+    // more: docs/decisions.md, "Timing without idle gaps".)
     cudaStream_t stream = c10::cuda::getCurrentCUDAStream(o_.device).stream();
-    CheckCuda(cudaMemsetAsync(flush_.data_ptr(), ++flush_value_ & 0xff, flush_bytes_, stream),
-              "L2 flush");
+    for (int i = 0; i < pre_roll_flushes_; ++i) Flush(stream);
     CheckCuda(cudaEventRecord(start_, stream), "record start");
     p(set);
     CheckCuda(cudaEventRecord(end_, stream), "record end");
@@ -106,7 +118,15 @@ class Sampler {
   }
 
  private:
+  static constexpr float kPreRollMs = 0.2F;
+
+  void Flush(cudaStream_t stream) {
+    CheckCuda(cudaMemsetAsync(flush_.data_ptr(), ++flush_value_ & 0xff, flush_bytes_, stream),
+              "L2 flush");
+  }
+
   const TimingOptions& o_;
+  int pre_roll_flushes_ = 1;
   cudaEvent_t start_ = nullptr, end_ = nullptr;
   at::Tensor flush_;
   uint64_t flush_bytes_ = 0;

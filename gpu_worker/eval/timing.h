@@ -1,8 +1,10 @@
 // Interleaved timing of the reference and the candidate.
 //
 // Per sample, for each program in alternating order, enqueued back to back on the current
-// stream: flush L2 (a memset over twice the device's L2, after resetting persisting lines),
-// record a start event, run, record an end event; then wait for the end event, read the host
+// stream: flush L2 (memsets over twice the device's L2, after resetting persisting lines,
+// repeated until they take about 0.2 ms, so that the program's launches are queued before the
+// device reaches them), record a start event, run, record an end event; then wait for the end
+// event, read the host
 // clock, synchronise the whole device and read it again. The event interval is the
 // measurement; the second host interval (the "tail": work still running on any stream after
 // the end event) is used to detect work hidden on other streams.
