@@ -49,8 +49,15 @@ void Reaper::Loop() {
       for (const auto& [type, n] : stats->requeued_per_type) notifier_.WorkAdded(type, n);
       for (const std::string& batch : stats->abandoned_batches) notifier_.BatchChanged(batch);
     }
-    if (auto depth = queue_.QueueDepth(); depth.ok()) Publish(*depth, depth_, seen_types_);
-    if (auto live = queue_.LiveWorkers(30); live.ok()) Publish(*live, workers_, seen_worker_types_);
+    auto live = queue_.LiveWorkers(30);
+    if (auto depth = queue_.QueueDepth(); depth.ok()) {
+      // A pool with live workers and nothing waiting reads 0, not "no data".
+      if (live.ok()) {
+        for (const auto& [type, n] : *live) depth->emplace(type, 0);
+      }
+      Publish(*depth, depth_, seen_types_);
+    }
+    if (live.ok()) Publish(*live, workers_, seen_worker_types_);
   }
 }
 

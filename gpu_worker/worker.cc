@@ -323,6 +323,11 @@ void Worker::Run(const std::atomic<bool>& stop) {
                             .Help("Wall time of one build ahead")
                             .Register(metrics_)
                             .Add({}, stage_buckets);
+  if (options_.prefetch > 0) {  // exported from the start: dashboards read 0, not "no data"
+    for (const char* outcome : {"built", "compile_error", "rejected"}) {
+      builds.Add({{"outcome", outcome}});
+    }
+  }
   std::vector<std::thread> builder_threads;
   for (int b = 0; b < std::max(options_.prefetch, 0); ++b) {
     builder_threads.emplace_back([&] {

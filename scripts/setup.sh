@@ -19,7 +19,7 @@ APT_PACKAGES=(
   cmake ninja-build g++ ccache
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev prometheus-cpp-dev nlohmann-json3-dev libseccomp-dev libcurl4-openssl-dev
-  libpq-dev postgresql-15
+  libpq-dev postgresql-15 prometheus
   libgtest-dev libgmock-dev
   python3-dev python3-venv pybind11-dev
 )

@@ -75,6 +75,12 @@ std::string Cluster::SubmitTask(const std::string& relative) {
   return resp.task_id();
 }
 
+absl::StatusOr<PgResult> Cluster::TryQuery(const std::string& sql) {
+  auto conn = PgConnection::Connect(url_);
+  if (!conn.ok()) return conn.status();
+  return (*conn)->Exec(sql);
+}
+
 PgResult Cluster::Query(const std::string& sql) {
   auto conn = PgConnection::Connect(url_);
   EXPECT_TRUE(conn.ok()) << conn.status();

@@ -26,13 +26,16 @@ class Cluster {
   void StartCoordinator();
   void KillCoordinator() { coordinator_->Kill(); }
   ServiceProcess* coordinator() { return coordinator_.get(); }
+  ServiceProcess* gateway() { return gateway_.get(); }  // null without a gateway
   // A CPU-mode worker; `extra` flags are appended (e.g. "--prefetch=1").
   ServiceProcess* StartWorker(const std::string& gpu_type, int slots = 1,
                               const std::vector<std::string>& extra = {});
   std::unique_ptr<v1::JobService::Stub> Stub();
   std::string SubmitTask(const std::string& relative);
-  // SELECT helper on the cluster's database.
+  // SELECT helper on the cluster's database (a failed query fails the test).
   PgResult Query(const std::string& sql);
+  // The same, returning the error instead.
+  absl::StatusOr<PgResult> TryQuery(const std::string& sql);
   // Waits (bounded) until `sql` returns a first cell equal to `want`.
   bool WaitFor(const std::string& sql, const std::string& want, double limit_s = 60);
 
