@@ -1,6 +1,7 @@
 // JobService's optimization-job RPCs: SubmitJob, GetJob, ListJobs, CancelJob, WatchJob,
 // GetBestCandidates, ExportRollouts. They read and write PostgreSQL only; the JobRunner picks
 // submitted jobs up from there.
+#include <algorithm>
 #include <random>
 
 #include "common/base/log.h"
@@ -189,6 +190,7 @@ grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* ctx, const v1::WatchJ
   std::set<int64_t> results_sent;
   std::map<std::string, double> best;
   int round_sent = -1;
+  std::string latest_finished;  // each poll reads only results from about then on
   while (!ctx->IsCancelled()) {
     // Read the state first: whatever it says, the events read after it are complete.
     auto row = jobs_->GetJob(job_id);
@@ -198,6 +200,7 @@ grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* ctx, const v1::WatchJ
     EvaluationFilter filter;
     filter.job_id = job_id;
     filter.limit = 1000000;
+    filter.finished_since = latest_finished;
     auto evals = queue_.Query(filter);
     if (!evals.ok()) return ToGrpcStatus(evals.status());
     // New events of both kinds, merged by time (a step sorts before a result of the same
@@ -217,6 +220,7 @@ grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* ctx, const v1::WatchJ
       if (!evs.empty()) pending.emplace_back(step.created_at + " 0", std::move(evs));
     }
     for (auto it = evals->rbegin(); it != evals->rend(); ++it) {  // oldest first
+      latest_finished = std::max(latest_finished, it->finished_at);
       if (!results_sent.insert(it->evaluation_id).second) continue;
       std::vector<v1::JobEvent> evs(1);
       ToRecord(*it, evs[0].mutable_result());

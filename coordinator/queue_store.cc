@@ -206,9 +206,12 @@ absl::StatusOr<std::vector<StoredEvaluation>> QueueStore::Query(const Evaluation
                      "  AND ($3::text IS NULL OR candidate_id = $3) "
                      "  AND ($4::text IS NULL OR gpu_type = $4 OR ran_on_gpu_type = $4) "
                      "  AND ($5::text IS NULL OR verdict = $5) "
+                     "  AND ($7::timestamptz IS NULL OR "
+                     "       finished_at >= $7::timestamptz - make_interval(secs => $8)) "
                      "ORDER BY finished_at DESC, evaluation_id DESC LIMIT $6"),
                  {param(f.task_id), param(f.job_id), param(f.candidate_id), param(f.gpu_type),
-                  param(f.verdict), std::to_string(f.limit)}));
+                  param(f.verdict), std::to_string(f.limit), param(f.finished_since),
+                  std::to_string(f.finished_slack_s)}));
   return ParseEvaluations(r);
 }
 

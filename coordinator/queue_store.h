@@ -112,6 +112,10 @@ struct StoredEvaluation {
 struct EvaluationFilter {
   std::string task_id, job_id, candidate_id, gpu_type;
   std::string verdict;  // "ok", "incorrect", ...
+  // RFC 3339 time: only evaluations finished at most `finished_slack_s` before it (finished_at
+  // is the finishing transaction's start, so one committed later can carry an earlier time).
+  std::string finished_since;
+  int finished_slack_s = 60;
   int limit = 100;
 };
 

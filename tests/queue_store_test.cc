@@ -137,6 +137,31 @@ TEST_F(QueueStoreTest, ResultIsStoredOnceAndLateResultsAreDropped) {
   EXPECT_EQ(Scalar("SELECT result->>'verdict' FROM evaluations"), "ok");
 }
 
+TEST_F(QueueStoreTest, QuerySinceReturnsOnlyResultsFinishedWithinTheSlack) {
+  ASSERT_TRUE(queue_->Enqueue(Batch(2, "a"), 100).ok());
+  auto leases = Take(2);
+  ASSERT_EQ(leases.size(), 2u);
+  ASSERT_TRUE(Finish(leases[0]).ok());
+  ASSERT_TRUE(Finish(leases[1]).ok());
+  // The first finished an hour ago, the second now.
+  ASSERT_TRUE(pool_->Exec("UPDATE evaluations SET finished_at = now() - interval '1 hour' "
+                          "WHERE evaluation_id = " + std::to_string(leases[0].evaluation_id))
+                  .ok());
+  EvaluationFilter f;
+  auto all = queue_->Query(f);
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->size(), 2u);
+  f.finished_since = all->front().finished_at;  // newest first: the second
+  auto recent = queue_->Query(f);
+  ASSERT_TRUE(recent.ok()) << recent.status();
+  ASSERT_EQ(recent->size(), 1u);
+  EXPECT_EQ(recent->front().evaluation_id, leases[1].evaluation_id);
+  f.finished_slack_s = 7200;  // a slack wider than the gap brings the older one back
+  auto wide = queue_->Query(f);
+  ASSERT_TRUE(wide.ok());
+  EXPECT_EQ(wide->size(), 2u);
+}
+
 TEST_F(QueueStoreTest, ConcurrentLeasersNeverShareAnItem) {
   ASSERT_TRUE(queue_->Enqueue(Batch(40, "a"), 100).ok());
   std::vector<std::vector<LeaseGrant>> got(4);
