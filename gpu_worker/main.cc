@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "absl/flags/flag.h"
+#include "common/base/files.h"
 #include "common/base/log.h"
 #include "common/config.h"
 #include "common/service.h"
@@ -57,6 +58,11 @@ int Run() {
     // Shared by children that may run as another user.
     mkdir(options.cache_dir.c_str(), 0777);
     chmod(options.cache_dir.c_str(), 01777);
+    // What compiles killed before their rename left behind (no build runs for an hour).
+    if (int n = RemoveStaleTemporaries(options.cache_dir, 3600); n > 0) {
+      LogInfo("stale temporary files removed from the cache",
+              {{"files", std::to_string(n)}, {"cache_dir", options.cache_dir}});
+    }
   }
   if (absl::Status s = CheckSandbox(options); !s.ok()) {
     LogError("sandbox check failed", {{"error", std::string(s.message())}});

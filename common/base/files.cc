@@ -1,12 +1,16 @@
 #include "common/base/files.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -40,6 +44,49 @@ bool WriteFileAtomically(const std::string& path, const std::string& data) {
   if (std::rename(tmp.c_str(), path.c_str()) == 0) return true;
   std::remove(tmp.c_str());
   return false;
+}
+
+namespace {
+
+// "<anything>.tmp.<16 hex digits>", as TempNameFor makes them.
+bool IsTempName(const char* name) {
+  size_t n = std::strlen(name);
+  if (n < 5 + 16 || std::strncmp(name + n - 21, ".tmp.", 5) != 0) return false;
+  for (size_t i = n - 16; i < n; ++i) {
+    if (!std::isxdigit(static_cast<unsigned char>(name[i]))) return false;
+  }
+  return true;
+}
+
+// Walks the directory open at `fd` (taking ownership of it), `depth` levels at most.
+int RemoveStaleIn(int fd, time_t cutoff, int depth) {
+  DIR* d = fdopendir(fd);
+  if (!d) {
+    close(fd);
+    return 0;
+  }
+  int removed = 0;
+  while (dirent* e = readdir(d)) {
+    if (!std::strcmp(e->d_name, ".") || !std::strcmp(e->d_name, "..")) continue;
+    struct stat st;
+    if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (S_ISDIR(st.st_mode) && depth > 0) {
+      int sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (sub >= 0) removed += RemoveStaleIn(sub, cutoff, depth - 1);
+    } else if (S_ISREG(st.st_mode) && st.st_mtime < cutoff && IsTempName(e->d_name)) {
+      removed += unlinkat(dirfd(d), e->d_name, 0) == 0;
+    }
+  }
+  closedir(d);
+  return removed;
+}
+
+}  // namespace
+
+int RemoveStaleTemporaries(const std::string& dir, double older_than_s) {
+  int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  return RemoveStaleIn(fd, std::time(nullptr) - static_cast<time_t>(older_than_s), 16);
 }
 
 std::string MakeDirs(const std::string& path, unsigned mode) {

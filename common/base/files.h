@@ -18,6 +18,12 @@ bool WriteFileAtomically(const std::string& path, const std::string& data);
 // digits. Not the pid: sandboxed processes each have their own PID namespace, so two of them
 // writing the same cache entry would otherwise pick the same name.
 std::string TempNameFor(const std::string& path);
+// Removes, beneath `dir`, the files named like TempNameFor's that were last modified more than
+// `older_than_s` seconds ago: what writers killed before their rename left behind. Symbolic
+// links are never followed (each directory is opened relative to its parent with O_NOFOLLOW,
+// and entries are removed relative to it), so a tree other processes can write cannot steer it
+// outside `dir`. Returns the number of files removed.
+int RemoveStaleTemporaries(const std::string& dir, double older_than_s);
 // mkdir -p: creates `path` and its missing parents with `mode` (less the umask). Returns an
 // error message, empty on success (also when it existed).
 std::string MakeDirs(const std::string& path, unsigned mode = 0700);
