@@ -15,7 +15,7 @@ ABSL_DECLARE_FLAG(std::string, task);
 ABSL_DECLARE_FLAG(std::string, gpu);
 ABSL_DECLARE_FLAG(int, limit);
 
-ABSL_FLAG(std::string, strategy, "contrastive", "job submit: contrastive or idea_branching");
+ABSL_FLAG(std::string, strategy, "contrastive", "job submit: contrastive, idea_branching or islands");
 ABSL_FLAG(std::string, params, "", "job submit: strategy parameters, K=V,K=V");
 ABSL_FLAG(int, rounds, 0, "job submit: rounds (0: the default, 5)");
 ABSL_FLAG(int, max_candidates, 0, "job submit: generated candidates at most (0: no limit)");

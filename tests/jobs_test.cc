@@ -224,6 +224,37 @@ TEST(JobsTest, JobRunsToItsBudgetStreamsEventsAndExportsRollouts) {
   }
 }
 
+TEST(JobsTest, IslandsJobKeepsItsIslandsInTheJobState) {
+  Cluster cluster("jobs_islands", /*gateway=*/true);
+  ASSERT_NE(cluster.StartWorker("cpu", 2), nullptr);
+  std::string task = cluster.SubmitTask("examples/tasks/tiny/tiny_relu.py");
+  v1::SubmitJobRequest req = ReluJob(task, 2);
+  req.set_strategy("islands");
+  req.mutable_strategy_params()->clear();
+  (*req.mutable_strategy_params())["islands"] = "2";
+  (*req.mutable_strategy_params())["migration_interval"] = "2";
+  std::string job_id = Submit(cluster, req);
+  ASSERT_FALSE(job_id.empty());
+  std::vector<v1::JobEvent> events = Watch(cluster, job_id, 600);
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back().finished(), v1::JOB_STATE_SUCCEEDED);
+  v1::Job job = GetJob(cluster, job_id);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error();
+  EXPECT_EQ(job.rounds_done(), 2u);
+  EXPECT_GT(job.candidates_generated(), 0u);
+  // Two islands, each holding the seed and its own products; one migration, at round 2. The
+  // gateway answered with the contrastive template: at least one call per island and round
+  // (the offline proposer makes one per completion; what was new is another matter).
+  EXPECT_EQ(Count(cluster, "SELECT jsonb_array_length(search_state->'strategy'->'islands') "
+                           "FROM jobs WHERE job_id = '" + job_id + "'"),
+            "2");
+  EXPECT_EQ(Count(cluster, "SELECT search_state->'strategy'->>'migrations' FROM jobs"), "[2]");
+  EXPECT_GE(std::stoi(Count(cluster, "SELECT count(*) FROM llm_calls WHERE job_id = '" +
+                                         job_id + "'")),
+            4);
+  ExpectNothingTwice(cluster, job_id);
+}
+
 TEST(JobsTest, IdeaBranchingJobAsksForIdeasThenImplementsThem) {
   Cluster cluster("jobs_ideas", /*gateway=*/true);
   ASSERT_NE(cluster.StartWorker("cpu", 2), nullptr);
@@ -267,7 +298,7 @@ TEST(JobsTest, MalformedJobRequestsAreRefusedWithReasons) {
   req.set_task_id(std::string(64, 'a'));
   EXPECT_EQ(code_of(req), grpc::StatusCode::NOT_FOUND);
   req = ReluJob(task, 1);
-  req.set_strategy("islands");
+  req.set_strategy("annealing");
   EXPECT_EQ(code_of(req), grpc::StatusCode::INVALID_ARGUMENT);
   req = ReluJob(task, 1);
   (*req.mutable_strategy_params())["exemplarz"] = "3";

@@ -166,9 +166,14 @@ absl::StatusOr<std::string> Search::Run(
 std::vector<const Member*> ChooseExemplars(const Population& population,
                                            const std::vector<std::string>& gpu_types, int k,
                                            double temperature, Rng& rng) {
+  return ChooseExemplarsFrom(population.Ranked(gpu_types), gpu_types, k, temperature, rng);
+}
+
+std::vector<const Member*> ChooseExemplarsFrom(const std::vector<const Member*>& ranked,
+                                               const std::vector<std::string>& gpu_types, int k,
+                                               double temperature, Rng& rng) {
   std::vector<const Member*> out;
   if (k <= 0) return out;
-  std::vector<const Member*> ranked = population.Ranked(gpu_types);
   std::vector<const Member*> correct, failed;
   for (const Member* m : ranked) (Fitness(*m, gpu_types) > 0 ? correct : failed).push_back(m);
   const size_t n = correct.size();

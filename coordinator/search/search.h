@@ -195,6 +195,10 @@ class Search {
 std::vector<const Member*> ChooseExemplars(const Population& population,
                                            const std::vector<std::string>& gpu_types, int k,
                                            double temperature, Rng& rng);
+// The same choice among `ranked` (members in Population::Ranked order, e.g. one island's).
+std::vector<const Member*> ChooseExemplarsFrom(const std::vector<const Member*>& ranked,
+                                               const std::vector<std::string>& gpu_types, int k,
+                                               double temperature, Rng& rng);
 
 }  // namespace kforge::search
 

@@ -356,9 +356,75 @@ TEST(IdeaBranchingTest, IdeasThenImplementationsFromTheBestKernel) {
   }
 }
 
+TEST(StrategyTest, IslandsEvolveApartAndTheBestMigrateAroundTheRing) {
+  FakeEnv env({"H200"});
+  env.space = 1000;
+  Population pop;
+  pop.Add(Seed("k12"));
+  SearchState state;
+  JobSpec spec = Spec(5, 2);
+  spec.strategy = "islands";
+  spec.params = {{"islands", "3"}, {"migration_interval", "2"}, {"migrants", "1"}};
+  Outcome out = RunSearch(spec, env, pop, state);
+  EXPECT_EQ(out.reason, "max_rounds");
+  ASSERT_EQ(env.asks.size(), 6u);  // 3 islands x 1 prompt x 2 rounds, island order
+  EXPECT_EQ(state.strategy["migrations"], nlohmann::json::array({2}));
+
+  // What each island made, replayed from the fake LLM (ask a is island a % 3's); a source
+  // made twice belongs to the island that made it first.
+  const std::string seed = Sha256Hex("k12");
+  std::vector<std::set<std::string>> made(3);
+  std::set<std::string> seen = {seed};
+  for (size_t a = 0; a < env.asks.size(); ++a) {
+    Rng rng(env.asks[a].seed);
+    for (int c = 0; c < env.asks[a].num_candidates; ++c) {
+      std::string id = Sha256Hex("k" + std::to_string(1 + rng.Below(env.space)));
+      if (seen.insert(id).second) made[a % 3].insert(id);
+    }
+  }
+  // Round 1's prompts show the seed only; round 2's, members of their own island only.
+  for (size_t a = 0; a < 6; ++a) {
+    for (const Member* e : env.asks[a].exemplars) {
+      EXPECT_TRUE(e->candidate_id == seed || (a >= 3 && made[a % 3].count(e->candidate_id)))
+          << "ask " << a << " showed a member of another island";
+    }
+  }
+  // After round 2's migration: island i = the seed, what it made, and the best correct member
+  // of island i-1 (as it was before the migration).
+  auto best_of = [&](const std::set<std::string>& ids) {
+    for (const Member* m : pop.Ranked({"H200"})) {
+      if (ids.count(m->candidate_id) && Fitness(*m, {"H200"}) > 0) return m->candidate_id;
+    }
+    return std::string();
+  };
+  for (size_t i = 0; i < 3; ++i) {
+    std::set<std::string> want = made[i];
+    want.insert(seed);
+    std::set<std::string> before = made[(i + 2) % 3];
+    before.insert(seed);
+    want.insert(best_of(before));
+    std::set<std::string> got;
+    for (const auto& id : state.strategy["islands"][i]) got.insert(id.get<std::string>());
+    EXPECT_EQ(got, want) << "island " << i;
+  }
+  // Same seed, same islands.
+  FakeEnv env2({"H200"});
+  env2.space = 1000;
+  Population pop2;
+  pop2.Add(Seed("k12"));
+  SearchState state2;
+  RunSearch(spec, env2, pop2, state2);
+  EXPECT_EQ(state2.strategy, state.strategy);
+}
+
 TEST(StrategyTest, UnknownStrategyOrParameterIsInvalid) {
   JobSpec spec;
+  spec.strategy = "annealing";
+  EXPECT_EQ(MakeStrategy(spec).status().code(), absl::StatusCode::kInvalidArgument);
   spec.strategy = "islands";
+  spec.params = {{"islands", "2"}, {"migration_interval", "1"}};
+  EXPECT_TRUE(MakeStrategy(spec).ok());
+  spec.params = {{"bank_size", "2"}};  // idea branching's, not islands'
   EXPECT_EQ(MakeStrategy(spec).status().code(), absl::StatusCode::kInvalidArgument);
   spec.strategy = "contrastive";
   spec.params = {{"exemplarz", "3"}};

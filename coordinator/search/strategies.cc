@@ -1,4 +1,5 @@
-// The search strategies: contrastive (CUDA-L1) and idea branching (Stanford CRFM).
+// The search strategies: contrastive (CUDA-L1), idea branching (Stanford CRFM) and islands
+// (OpenEvolve / AlphaEvolve).
 #include <algorithm>
 #include <set>
 
@@ -18,25 +19,45 @@ constexpr uint64_t kSeedStream = 2;
 // Every prompt of a round draws its own exemplars; all new candidates of the round are
 // evaluated together (one batch, so the GPUs work in parallel).
 //   prompts_per_round (2), candidates_per_prompt (2), exemplars (3), temperature (0.5)
-class Contrastive : public Strategy {
+// Contrastive prompts (shared by contrastive and islands): `prompts` asks, each showing
+// exemplars drawn from `pool` (members in ranked order) with the round's streams.
+class ContrastivePrompts {
  public:
-  absl::Status RunRound(Round& round) override {
-    const int prompts = round.IntParam("prompts_per_round", 2);
-    const int per_prompt = round.IntParam("candidates_per_prompt", 2);
-    const int k = round.IntParam("exemplars", 3);
-    const double temperature = round.DoubleParam("temperature", 0.5);
-    Rng exemplar_rng = round.rng(kExemplarStream);
-    Rng seed_rng = round.rng(kSeedStream);
+  ContrastivePrompts(const Round& round, const char* prompts_param, int prompts_default)
+      : prompts_(round.IntParam(prompts_param, prompts_default)),
+        per_prompt_(round.IntParam("candidates_per_prompt", 2)),
+        k_(round.IntParam("exemplars", 3)),
+        temperature_(round.DoubleParam("temperature", 0.5)),
+        exemplar_rng_(round.rng(kExemplarStream)),
+        seed_rng_(round.rng(kSeedStream)) {}
+
+  // The new members the prompts produced (not evaluated yet).
+  absl::StatusOr<std::vector<Member*>> Ask(Round& round, const std::vector<const Member*>& pool) {
     std::vector<Member*> fresh;
-    for (int p = 0; p < prompts; ++p) {
+    for (int p = 0; p < prompts_; ++p) {
       GenerateAsk ask;
       ask.exemplars =
-          ChooseExemplars(round.population(), round.spec().gpu_types, k, temperature, exemplar_rng);
-      ask.num_candidates = per_prompt;
-      ask.seed = seed_rng.Next();
+          ChooseExemplarsFrom(pool, round.spec().gpu_types, k_, temperature_, exemplar_rng_);
+      ask.num_candidates = per_prompt_;
+      ask.seed = seed_rng_.Next();
       ASSIGN_OR_RETURN(std::vector<Member*> got, round.Propose(std::move(ask)));
       fresh.insert(fresh.end(), got.begin(), got.end());
     }
+    return fresh;
+  }
+
+ private:
+  int prompts_, per_prompt_, k_;
+  double temperature_;
+  Rng exemplar_rng_, seed_rng_;
+};
+
+class Contrastive : public Strategy {
+ public:
+  absl::Status RunRound(Round& round) override {
+    ContrastivePrompts prompts(round, "prompts_per_round", 2);
+    ASSIGN_OR_RETURN(std::vector<Member*> fresh,
+                     prompts.Ask(round, round.population().Ranked(round.spec().gpu_types)));
     return round.Evaluate(fresh);
   }
 };
@@ -105,21 +126,103 @@ class IdeaBranching : public Strategy {
   }
 };
 
+// OpenEvolve / AlphaEvolve: the population is split into islands that evolve apart. Each
+// prompt draws its exemplars (as contrastive does) from one island only, and what it produces
+// joins that island, so an early lucky kernel cannot take over every lineage. Every
+// `migration_interval` rounds, each island's best `migrants` correct members join the next
+// island (a ring). The seeds start on every island. The gateway uses the contrastive template.
+//   islands (4), prompts_per_island (1), candidates_per_prompt (2), exemplars (3),
+//   temperature (0.5), migration_interval (3), migrants (1)
+// State: "islands" (per island, its members' candidate ids), "migrations" (rounds migrated).
+class Islands : public Strategy {
+ public:
+  absl::Status RunRound(Round& round) override {
+    const int n = round.IntParam("islands", 4);
+    const int interval = round.IntParam("migration_interval", 3);
+    const size_t migrants = static_cast<size_t>(round.IntParam("migrants", 1));
+    const auto& gpus = round.spec().gpu_types;
+    nlohmann::json& st = round.strategy_state();
+    if (!st.contains("islands")) {
+      nlohmann::json seeds = nlohmann::json::array();
+      for (const Member& m : round.population().members()) {
+        if (m.round == 0) seeds.push_back(m.candidate_id);
+      }
+      st["islands"] = nlohmann::json::array();
+      for (int i = 0; i < n; ++i) st["islands"].push_back(seeds);
+      st["migrations"] = nlohmann::json::array();
+    }
+    std::vector<std::set<std::string>> islands;
+    for (const auto& ids : st["islands"]) islands.emplace_back(ids.begin(), ids.end());
+
+    const std::vector<const Member*> ranked = round.population().Ranked(gpus);
+    ContrastivePrompts prompts(round, "prompts_per_island", 1);
+    std::vector<std::vector<Member*>> produced(islands.size());
+    std::vector<Member*> fresh;
+    for (size_t i = 0; i < islands.size(); ++i) {
+      ASSIGN_OR_RETURN(produced[i], prompts.Ask(round, Of(ranked, islands[i])));
+      fresh.insert(fresh.end(), produced[i].begin(), produced[i].end());
+    }
+    RETURN_IF_ERROR(round.Evaluate(fresh));
+    for (size_t i = 0; i < islands.size(); ++i) {
+      for (const Member* m : produced[i]) islands[i].insert(m->candidate_id);
+    }
+    if (round.number() % interval == 0 && islands.size() > 1) {
+      // Chosen from every island before any moves, so a migrant travels one hop per migration.
+      const std::vector<const Member*> now = round.population().Ranked(gpus);
+      std::vector<std::vector<std::string>> moving(islands.size());
+      for (size_t i = 0; i < islands.size(); ++i) {
+        for (const Member* m : Of(now, islands[i])) {
+          if (moving[i].size() >= migrants || Fitness(*m, gpus) <= 0) break;
+          moving[i].push_back(m->candidate_id);
+        }
+      }
+      for (size_t i = 0; i < islands.size(); ++i) {
+        for (const std::string& id : moving[i]) islands[(i + 1) % islands.size()].insert(id);
+      }
+      st["migrations"].push_back(round.number());
+    }
+    // Stored in population order, so the state reads the same however the sets hash.
+    for (size_t i = 0; i < islands.size(); ++i) {
+      nlohmann::json ids = nlohmann::json::array();
+      for (const Member& m : round.population().members()) {
+        if (islands[i].count(m.candidate_id)) ids.push_back(m.candidate_id);
+      }
+      st["islands"][i] = ids;
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  // The members of `ranked` on one island, in ranked order.
+  static std::vector<const Member*> Of(const std::vector<const Member*>& ranked,
+                                       const std::set<std::string>& island) {
+    std::vector<const Member*> out;
+    for (const Member* m : ranked) {
+      if (island.count(m->candidate_id)) out.push_back(m);
+    }
+    return out;
+  }
+};
+
 const std::set<std::string>& KnownParams(const std::string& strategy) {
   static const std::set<std::string> contrastive = {"prompts_per_round", "candidates_per_prompt",
                                                     "exemplars", "temperature"};
   static const std::set<std::string> ideas = {"ideas_per_round", "implementations_per_idea",
                                               "bank_size"};
-  return strategy == "contrastive" ? contrastive : ideas;
+  static const std::set<std::string> islands = {
+      "islands",     "prompts_per_island", "candidates_per_prompt", "exemplars",
+      "temperature", "migration_interval", "migrants"};
+  if (strategy == "contrastive") return contrastive;
+  return strategy == "islands" ? islands : ideas;
 }
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Strategy>> MakeStrategy(const JobSpec& spec) {
   const std::string& name = spec.strategy;
-  if (name != "contrastive" && name != "idea_branching") {
+  if (name != "contrastive" && name != "idea_branching" && name != "islands") {
     return absl::InvalidArgumentError("unknown strategy '" + name +
-                                      "' (known: contrastive, idea_branching)");
+                                      "' (known: contrastive, idea_branching, islands)");
   }
   for (const auto& [key, value] : spec.params) {
     if (!KnownParams(name).count(key)) {
@@ -133,6 +236,7 @@ absl::StatusOr<std::unique_ptr<Strategy>> MakeStrategy(const JobSpec& spec) {
     }
   }
   if (name == "contrastive") return std::unique_ptr<Strategy>(new Contrastive());
+  if (name == "islands") return std::unique_ptr<Strategy>(new Islands());
   return std::unique_ptr<Strategy>(new IdeaBranching());
 }
 
