@@ -1,6 +1,7 @@
 // The search strategies: contrastive (CUDA-L1), idea branching (Stanford CRFM) and islands
 // (OpenEvolve / AlphaEvolve).
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "absl/strings/numbers.h"
@@ -129,8 +130,8 @@ class IdeaBranching : public Strategy {
 // OpenEvolve / AlphaEvolve: the population is split into islands that evolve apart. Each
 // prompt draws its exemplars (as contrastive does) from one island only, and what it produces
 // joins that island, so an early lucky kernel cannot take over every lineage. Every
-// `migration_interval` rounds, each island's best `migrants` correct members join the next
-// island (a ring). The seeds start on every island. The gateway uses the contrastive template.
+// `migration_interval` rounds, each island's best `migrants` correct members that the next
+// island lacks join it (a ring). The seeds start on every island. The gateway uses the contrastive template.
 //   islands (4), prompts_per_island (1), candidates_per_prompt (2), exemplars (3),
 //   temperature (0.5), migration_interval (3), migrants (1)
 // State: "islands" (per island, its members' candidate ids), "migrations" (rounds migrated).
@@ -171,9 +172,10 @@ class Islands : public Strategy {
       const std::vector<const Member*> now = round.population().Ranked(gpus);
       std::vector<std::vector<std::string>> moving(islands.size());
       for (size_t i = 0; i < islands.size(); ++i) {
+        const std::set<std::string>& next = islands[(i + 1) % islands.size()];
         for (const Member* m : Of(now, islands[i])) {
           if (moving[i].size() >= migrants || Fitness(*m, gpus) <= 0) break;
-          moving[i].push_back(m->candidate_id);
+          if (!next.count(m->candidate_id)) moving[i].push_back(m->candidate_id);  // not a seed
         }
       }
       for (size_t i = 0; i < islands.size(); ++i) {
@@ -229,10 +231,11 @@ absl::StatusOr<std::unique_ptr<Strategy>> MakeStrategy(const JobSpec& spec) {
       return absl::InvalidArgumentError("strategy " + name + " has no parameter '" + key + "'");
     }
     double v = 0;
-    if (!absl::SimpleAtod(value, &v) || v <= 0 || (key != "temperature" && v > 64)) {
-      return absl::InvalidArgumentError("strategy parameter " + key + "=" + value +
-                                        " must be a positive number" +
-                                        (key != "temperature" ? " up to 64" : ""));
+    const bool integer = key != "temperature";
+    if (!absl::SimpleAtod(value, &v) || v <= 0 || (integer && (v > 64 || v != std::floor(v)))) {
+      return absl::InvalidArgumentError("strategy parameter " + key + "=" + value + " must be " +
+                                        (integer ? "a whole number from 1 to 64"
+                                                 : "a positive number"));
     }
   }
   if (name == "contrastive") return std::unique_ptr<Strategy>(new Contrastive());

@@ -31,9 +31,9 @@ struct CandidateFiles {
   std::string cpp_objects_dir;
   // The lock (Landlock ABI >= 3) is in force for the whole process and no directory it may
   // write overlaps the cache directory outside `dir`: no other candidate could have planted
-  // what this one loads from the cache, and this one can plant nothing for others. Landlock
-  // does not cover chmod, chown, utime or xattrs: a candidate can still make others' cache
-  // entries unreadable (their builds then fail), but not replace them.
+  // what this one loads from the cache, and this one can plant nothing for others; and the
+  // metadata filter refuses chmod, chown, utime and xattr changes (which Landlock does not
+  // cover), so no candidate can make others' entries unreadable either.
   bool isolated = false;
 };
 

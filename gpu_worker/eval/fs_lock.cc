@@ -55,7 +55,8 @@ constexpr uint32_t kNativeArch = AUDIT_ARCH_AARCH64;
 #error "the metadata filter knows x86_64 and aarch64"
 #endif
 
-// Every system call that changes a file's mode, owner, times or extended attributes. Numbers
+// Every system call that changes a file's mode, owner, times or extended attributes, and
+// io_uring, which can set extended attributes without them. Numbers
 // from 424 on are the same on every architecture; the system headers may predate them.
 const std::vector<uint32_t>& MetadataSyscalls() {
   static const std::vector<uint32_t> calls = {
@@ -91,6 +92,10 @@ const std::vector<uint32_t>& MetadataSyscalls() {
       SYS_fremovexattr,
       463,  // setxattrat
       466,  // removexattrat
+      // io_uring can set xattrs (IORING_OP_SETXATTR, FSETXATTR) without these system calls.
+      425,  // io_uring_setup
+      426,  // io_uring_enter
+      427,  // io_uring_register
   };
   return calls;
 }
@@ -174,8 +179,12 @@ FsLockOutcome LockWritesBeneath(const std::vector<std::string>& writable_dirs) {
   std::vector<sock_filter> filter = MetadataFilter();
   sock_fprog prog{static_cast<unsigned short>(filter.size()), filter.data()};
   // TSYNC: every thread of the process gets the filter, not only this one.
-  if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog) != 0) {
-    out.error = std::string("seccomp (metadata changes): ") + std::strerror(errno);
+  // With TSYNC a positive result is the id of a thread that could not take the filter.
+  if (long r = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog);
+      r != 0) {
+    out.error = "seccomp (metadata changes): " +
+                (r > 0 ? "thread " + std::to_string(r) + " could not be synchronised"
+                       : std::string(std::strerror(errno)));
     return out;
   }
   out.metadata_locked = true;

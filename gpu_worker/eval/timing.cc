@@ -70,18 +70,6 @@ class Sampler {
     flush_ = at::empty({static_cast<int64_t>(flush_bytes_)},
                        at::TensorOptions().dtype(at::kByte).device(at::kCUDA, o_.device));
     cudaCtxResetPersistingL2Cache();
-    // How many flushes make the pre-roll: enough device work ahead of the start event that
-    // the program's launches are queued before the device reaches them.
-    cudaStream_t stream = c10::cuda::getCurrentCUDAStream(o_.device).stream();
-    Flush(stream);  // first touch
-    CheckCuda(cudaEventRecord(start_, stream), "record start");
-    Flush(stream);
-    CheckCuda(cudaEventRecord(end_, stream), "record end");
-    CheckCuda(cudaEventSynchronize(end_), "wait for the flush");
-    float flush_ms = 0;
-    CheckCuda(cudaEventElapsedTime(&flush_ms, start_, end_), "event elapsed time");
-    pre_roll_flushes_ = std::clamp(
-        static_cast<int>(std::ceil(kPreRollMs / std::max(flush_ms, 0.001F))), 1, 16);
   }
   ~Sampler() {
     if (o_.cuda) {
@@ -96,14 +84,14 @@ class Sampler {
       p(set);
       return {Ms(Clock::now() - t0), 0};
     }
-    // The pre-roll (L2 flushes worth >= kPreRollMs of device time), the start event and the
-    // program are enqueued back to back, so the program's launches are queued while the
-    // device still flushes, and the host waits on the end event alone. (Synchronising the
-    // device before each call put the host's launch latency inside the events: in phases of
-    // seconds when the host ran slow, a 0.27 ms kernel after an 8.4 ms one measured up to 40%
-    // more: docs/decisions.md, "Timing without idle gaps".)
+    // The device drains before the start event is recorded, so nothing the program launches,
+    // on any stream, can run before it. (Letting the program launch while the flush still
+    // runs kept the host's launch latency out of the events and the timing far steadier, but
+    // work the program put on another stream could then run beside the flush, unseen:
+    // docs/decisions.md, "Timing: a device drained before the start event".)
     cudaStream_t stream = c10::cuda::getCurrentCUDAStream(o_.device).stream();
-    for (int i = 0; i < pre_roll_flushes_; ++i) Flush(stream);
+    Flush(stream);
+    CheckCuda(cudaDeviceSynchronize(), "synchronize before sample");
     CheckCuda(cudaEventRecord(start_, stream), "record start");
     p(set);
     CheckCuda(cudaEventRecord(end_, stream), "record end");
@@ -118,15 +106,12 @@ class Sampler {
   }
 
  private:
-  static constexpr float kPreRollMs = 0.2F;
-
   void Flush(cudaStream_t stream) {
     CheckCuda(cudaMemsetAsync(flush_.data_ptr(), ++flush_value_ & 0xff, flush_bytes_, stream),
               "L2 flush");
   }
 
   const TimingOptions& o_;
-  int pre_roll_flushes_ = 1;
   cudaEvent_t start_ = nullptr, end_ = nullptr;
   at::Tensor flush_;
   uint64_t flush_bytes_ = 0;

@@ -1,10 +1,8 @@
 // Interleaved timing of the reference and the candidate.
 //
-// Per sample, for each program in alternating order, enqueued back to back on the current
-// stream: flush L2 (memsets over twice the device's L2, after resetting persisting lines,
-// repeated until they take about 0.2 ms, so that the program's launches are queued before the
-// device reaches them), record a start event, run, record an end event; then wait for the end
-// event, read the host
+// Per sample, for each program in alternating order: flush L2 (a memset over twice the
+// device's L2, after resetting persisting lines) on the current stream, synchronise the device,
+// record a start event, run, record an end event; then wait for the end event, read the host
 // clock, synchronise the whole device and read it again. The event interval is the
 // measurement; the second host interval (the "tail": work still running on any stream after
 // the end event) is used to detect work hidden on other streams.
@@ -44,7 +42,7 @@ struct TimingOutcome {
   v1::TimingStats candidate;
   std::vector<double> ref_event_ms, cand_event_ms;  // raw samples
   std::vector<double> ref_tail_ms, cand_tail_ms;  // device busy after the end event
-  bool hidden_work = false;   // candidate's host-observed time far exceeds its event time
+  bool hidden_work = false;   // the candidate's tail far exceeds the reference's
   std::string hidden_work_detail;
 };
 
