@@ -190,18 +190,14 @@ grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* ctx, const v1::WatchJ
   std::set<int64_t> results_sent;
   std::map<std::string, double> best;
   int round_sent = -1;
-  std::string latest_finished;  // each poll reads only results from about then on
+  ResultCursor cursor;  // each poll reads only results not read before
   while (!ctx->IsCancelled()) {
     // Read the state first: whatever it says, the events read after it are complete.
     auto row = jobs_->GetJob(job_id);
     if (!row.ok()) return ToGrpcStatus(row.status());
     auto steps = jobs_->Steps(job_id);
     if (!steps.ok()) return ToGrpcStatus(steps.status());
-    EvaluationFilter filter;
-    filter.job_id = job_id;
-    filter.limit = 1000000;
-    filter.finished_since = latest_finished;
-    auto evals = queue_.Query(filter);
+    auto evals = queue_.JobFinishedSince(job_id, cursor);
     if (!evals.ok()) return ToGrpcStatus(evals.status());
     // New events of both kinds, merged by time (a step sorts before a result of the same
     // millisecond), so a replay reads like the live stream.
@@ -219,8 +215,7 @@ grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* ctx, const v1::WatchJ
       }
       if (!evs.empty()) pending.emplace_back(step.created_at + " 0", std::move(evs));
     }
-    for (auto it = evals->rbegin(); it != evals->rend(); ++it) {  // oldest first
-      latest_finished = std::max(latest_finished, it->finished_at);
+    for (auto it = evals->begin(); it != evals->end(); ++it) {  // sorted by time below
       if (!results_sent.insert(it->evaluation_id).second) continue;
       std::vector<v1::JobEvent> evs(1);
       ToRecord(*it, evs[0].mutable_result());

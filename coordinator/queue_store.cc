@@ -155,6 +155,17 @@ absl::StatusOr<BatchProgress> QueueStore::Progress(const std::string& batch_id) 
 
 absl::StatusOr<std::vector<StoredEvaluation>> QueueStore::FinishedSince(const std::string& batch_id,
                                                                         ResultCursor& cursor) {
+  return FinishedWhere("batch_id", batch_id, cursor);
+}
+
+absl::StatusOr<std::vector<StoredEvaluation>> QueueStore::JobFinishedSince(
+    const std::string& job_id, ResultCursor& cursor) {
+  return FinishedWhere("job_id", job_id, cursor);
+}
+
+absl::StatusOr<std::vector<StoredEvaluation>> QueueStore::FinishedWhere(const char* column,
+                                                                        const std::string& id,
+                                                                        ResultCursor& cursor) {
   // At least one row, for the snapshot's xmin; evaluation_id is NULL when nothing is new.
   ASSIGN_OR_RETURN(
       PgResult r,
@@ -163,9 +174,9 @@ absl::StatusOr<std::vector<StoredEvaluation>> QueueStore::FinishedSince(const st
                        "FROM (SELECT 1) one LEFT JOIN LATERAL (SELECT",
                        kEvaluationColumns,
                        ", done_xid::text AS done_xid FROM evaluations "
-                       "  WHERE batch_id = $1::uuid AND done_xid >= $2::xid8) f ON true "
+                       "  WHERE ", column, " = $1::uuid AND done_xid >= $2::xid8) f ON true "
                        "ORDER BY f.evaluation_id"),
-          {batch_id, std::to_string(cursor.xmin)}));
+          {id, std::to_string(cursor.xmin)}));
   uint64_t xmin = 0;
   if (!absl::SimpleAtoi(r.Get(0, "xmin"), &xmin)) {
     return absl::InternalError("unreadable snapshot xmin: " + r.Get(0, "xmin"));
@@ -206,12 +217,9 @@ absl::StatusOr<std::vector<StoredEvaluation>> QueueStore::Query(const Evaluation
                      "  AND ($3::text IS NULL OR candidate_id = $3) "
                      "  AND ($4::text IS NULL OR gpu_type = $4 OR ran_on_gpu_type = $4) "
                      "  AND ($5::text IS NULL OR verdict = $5) "
-                     "  AND ($7::timestamptz IS NULL OR "
-                     "       finished_at >= $7::timestamptz - make_interval(secs => $8)) "
                      "ORDER BY finished_at DESC, evaluation_id DESC LIMIT $6"),
                  {param(f.task_id), param(f.job_id), param(f.candidate_id), param(f.gpu_type),
-                  param(f.verdict), std::to_string(f.limit), param(f.finished_since),
-                  std::to_string(f.finished_slack_s)}));
+                  param(f.verdict), std::to_string(f.limit)}));
   return ParseEvaluations(r);
 }
 

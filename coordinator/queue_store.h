@@ -112,10 +112,6 @@ struct StoredEvaluation {
 struct EvaluationFilter {
   std::string task_id, job_id, candidate_id, gpu_type;
   std::string verdict;  // "ok", "incorrect", ...
-  // RFC 3339 time: only evaluations finished at most `finished_slack_s` before it (finished_at
-  // is the finishing transaction's start, so one committed later can carry an earlier time).
-  std::string finished_since;
-  int finished_slack_s = 60;
   int limit = 100;
 };
 
@@ -146,6 +142,9 @@ class QueueStore {
   // transaction still running then show up in a later call), not the evaluation ids.
   absl::StatusOr<std::vector<StoredEvaluation>> FinishedSince(const std::string& batch_id,
                                                               ResultCursor& cursor);
+  // The same for every batch of a job (WatchJob).
+  absl::StatusOr<std::vector<StoredEvaluation>> JobFinishedSince(const std::string& job_id,
+                                                                 ResultCursor& cursor);
 
   // Finished evaluations matching the filter, newest first.
   absl::StatusOr<std::vector<StoredEvaluation>> Query(const EvaluationFilter& filter);
@@ -171,6 +170,11 @@ class QueueStore {
   absl::Status MarkWorker(const std::string& worker_id, const std::string& state);
 
  private:
+  // FinishedSince over the evaluations whose `column` (batch_id or job_id) is `id`.
+  absl::StatusOr<std::vector<StoredEvaluation>> FinishedWhere(const char* column,
+                                                              const std::string& id,
+                                                              ResultCursor& cursor);
+
   PgPool& pool_;
 };
 

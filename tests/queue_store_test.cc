@@ -137,31 +137,6 @@ TEST_F(QueueStoreTest, ResultIsStoredOnceAndLateResultsAreDropped) {
   EXPECT_EQ(Scalar("SELECT result->>'verdict' FROM evaluations"), "ok");
 }
 
-TEST_F(QueueStoreTest, QuerySinceReturnsOnlyResultsFinishedWithinTheSlack) {
-  ASSERT_TRUE(queue_->Enqueue(Batch(2, "a"), 100).ok());
-  auto leases = Take(2);
-  ASSERT_EQ(leases.size(), 2u);
-  ASSERT_TRUE(Finish(leases[0]).ok());
-  ASSERT_TRUE(Finish(leases[1]).ok());
-  // The first finished an hour ago, the second now.
-  ASSERT_TRUE(pool_->Exec("UPDATE evaluations SET finished_at = now() - interval '1 hour' "
-                          "WHERE evaluation_id = " + std::to_string(leases[0].evaluation_id))
-                  .ok());
-  EvaluationFilter f;
-  auto all = queue_->Query(f);
-  ASSERT_TRUE(all.ok()) << all.status();
-  ASSERT_EQ(all->size(), 2u);
-  f.finished_since = all->front().finished_at;  // newest first: the second
-  auto recent = queue_->Query(f);
-  ASSERT_TRUE(recent.ok()) << recent.status();
-  ASSERT_EQ(recent->size(), 1u);
-  EXPECT_EQ(recent->front().evaluation_id, leases[1].evaluation_id);
-  f.finished_slack_s = 7200;  // a slack wider than the gap brings the older one back
-  auto wide = queue_->Query(f);
-  ASSERT_TRUE(wide.ok());
-  EXPECT_EQ(wide->size(), 2u);
-}
-
 TEST_F(QueueStoreTest, ConcurrentLeasersNeverShareAnItem) {
   ASSERT_TRUE(queue_->Enqueue(Batch(40, "a"), 100).ok());
   std::vector<std::vector<LeaseGrant>> got(4);
@@ -321,6 +296,35 @@ TEST_F(QueueStoreTest, ResultCursorReturnsEachResultOnceWhenCommitsOvertakeEachO
   auto all = queue_->FinishedSince(batch->batch_id, fresh);
   ASSERT_TRUE(all.ok());
   EXPECT_EQ(all->size(), 3u);
+}
+
+TEST_F(QueueStoreTest, JobCursorReadsEachResultOfEveryBatchOfTheJobOnce) {
+  std::string job_id = Scalar("INSERT INTO jobs (task_id, gpu_types, strategy) VALUES ('" +
+                              task_id_ + "', '{H200}', 'contrastive') RETURNING job_id");
+  ASSERT_FALSE(job_id.empty());
+  BatchSpec first = Batch(2, "a"), second = Batch(1, "b"), other = Batch(1, "c");
+  first.job_id = second.job_id = job_id;
+  ASSERT_TRUE(queue_->Enqueue(first, 100).ok());
+  ASSERT_TRUE(queue_->Enqueue(other, 100).ok());  // not the job's
+  std::vector<LeaseGrant> held = Take(3);
+  ASSERT_EQ(held.size(), 3u);
+  for (const LeaseGrant& g : held) ASSERT_TRUE(Finish(g).ok());
+  ResultCursor cursor;
+  auto read = queue_->JobFinishedSince(job_id, cursor);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->size(), 2u);
+  read = queue_->JobFinishedSince(job_id, cursor);
+  ASSERT_TRUE(read.ok());
+  EXPECT_TRUE(read->empty()) << "a result read twice";
+  ASSERT_TRUE(queue_->Enqueue(second, 100).ok());  // the job's next round
+  held = Take(1);
+  ASSERT_EQ(held.size(), 1u);
+  ASSERT_TRUE(Finish(held[0]).ok());
+  read = queue_->JobFinishedSince(job_id, cursor);
+  ASSERT_TRUE(read.ok());
+  ASSERT_EQ(read->size(), 1u);
+  EXPECT_EQ(read->front().evaluation_id, held[0].evaluation_id);
+  EXPECT_EQ(cursor.delivered, 3);
 }
 
 }  // namespace
