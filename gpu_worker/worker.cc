@@ -211,6 +211,21 @@ void Worker::Run(const std::atomic<bool>& stop) {
     absl::MutexLock lock(&shared.mu);
     shared.outbox.push_back(m);
   };
+  // Answers a lease counted in `shared.running`: no longer held once answered (the next lease
+  // may arrive as soon as the result does), running until delivered (a drain waits for it).
+  auto answer = [&](const std::string& lease_id, v1::EvalResult result) {
+    evaluations.Add({{"verdict", VerdictName(result.verdict())}}).Increment();
+    v1::WorkerMessage m;
+    m.mutable_result()->set_lease_id(lease_id);
+    *m.mutable_result()->mutable_result() = std::move(result);
+    {
+      absl::MutexLock lock(&shared.mu);
+      shared.held.erase(lease_id);
+    }
+    deliver(m);
+    absl::MutexLock lock(&shared.mu);
+    --shared.running;
+  };
 
   const int slots = static_cast<int>(options_.facts.slots());
   std::vector<std::string> devices;
@@ -288,24 +303,13 @@ void Worker::Run(const std::atomic<bool>& stop) {
         observe_stages(result);
         busy.Decrement();
         slot_metrics.End(slot);
-        evaluations.Add({{"verdict", VerdictName(result.verdict())}}).Increment();
         LogInfo("evaluation done", {{"lease_id", lease.lease_id()},
                                     {"evaluation_id", lease.evaluation_id()},
                                     {"slot", std::to_string(slot)},
                                     {"device", device},
                                     {"verdict", VerdictName(result.verdict())},
                                     {"seconds", std::to_string(secs)}});
-        v1::WorkerMessage m;
-        m.mutable_result()->set_lease_id(lease.lease_id());
-        *m.mutable_result()->mutable_result() = std::move(result);
-        {
-          // No longer held once answered: the next lease may arrive as soon as the result does.
-          absl::MutexLock lock(&shared.mu);
-          shared.held.erase(lease.lease_id());
-        }
-        deliver(m);
-        absl::MutexLock lock(&shared.mu);
-        --shared.running;
+        answer(lease.lease_id(), std::move(result));
       }
     });
   }
@@ -381,8 +385,7 @@ void Worker::Run(const std::atomic<bool>& stop) {
             // Still ours (a drain hands queued leases back meanwhile).
             if (final) {
               shared.queued.erase(it);
-              shared.held.erase(lease.lease_id());
-              ++shared.running;  // until delivered: a drain must wait for it
+              ++shared.running;  // answered like a slot's result
               deliver_result = true;
             } else {
               it->build = Pending::Build::kDone;
@@ -390,15 +393,7 @@ void Worker::Run(const std::atomic<bool>& stop) {
             break;
           }
         }
-        if (deliver_result) {
-          evaluations.Add({{"verdict", VerdictName(result.verdict())}}).Increment();
-          v1::WorkerMessage m;
-          m.mutable_result()->set_lease_id(lease.lease_id());
-          *m.mutable_result()->mutable_result() = std::move(result);
-          deliver(m);
-          absl::MutexLock lock(&shared.mu);
-          --shared.running;
-        }
+        if (deliver_result) answer(lease.lease_id(), std::move(result));
       }
     });
   }

@@ -75,6 +75,20 @@ std::string Cluster::SubmitTask(const std::string& relative) {
   return resp.task_id();
 }
 
+v1::SubmitJobRequest ReluJobRequest(const std::string& task_id, int rounds, uint64_t seed) {
+  v1::SubmitJobRequest req;
+  req.set_task_id(task_id);
+  req.add_gpu_types("cpu");
+  req.set_strategy("contrastive");
+  (*req.mutable_strategy_params())["prompts_per_round"] = "1";
+  (*req.mutable_strategy_params())["candidates_per_prompt"] = "2";
+  req.set_dialect(v1::DIALECT_KERNELBENCH);
+  req.mutable_budget()->set_max_rounds(static_cast<uint32_t>(rounds));
+  req.set_seed(seed);
+  req.add_seed_candidates(ReadSourceFile("examples/candidates/tiny_relu/torch_chunked.py"));
+  return req;
+}
+
 absl::StatusOr<PgResult> Cluster::TryQuery(const std::string& sql) {
   auto conn = PgConnection::Connect(url_);
   if (!conn.ok()) return conn.status();

@@ -46,6 +46,11 @@ class Cluster {
   std::vector<std::unique_ptr<ServiceProcess>> workers_;
 };
 
+// A contrastive job on tiny_relu's task `task_id` for the CPU workers (GPU type "cpu"): the
+// host-only seed candidate torch_chunked.py (kernelbench dialect, tuning knobs the offline
+// proposer varies), one prompt of two candidates per round, `rounds` rounds.
+v1::SubmitJobRequest ReluJobRequest(const std::string& task_id, int rounds, uint64_t seed);
+
 }  // namespace kforge
 
 #endif  // KFORGE_TESTS_CLUSTER_H_

@@ -28,20 +28,6 @@ std::chrono::system_clock::time_point In(double seconds) {
          std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
 }
 
-v1::SubmitJobRequest ReluJob(const std::string& task_id, int rounds) {
-  v1::SubmitJobRequest req;
-  req.set_task_id(task_id);
-  req.add_gpu_types("cpu");
-  req.set_strategy("contrastive");
-  (*req.mutable_strategy_params())["prompts_per_round"] = "1";
-  (*req.mutable_strategy_params())["candidates_per_prompt"] = "2";
-  req.set_dialect(v1::DIALECT_KERNELBENCH);
-  req.mutable_budget()->set_max_rounds(static_cast<uint32_t>(rounds));
-  req.set_seed(42);
-  req.add_seed_candidates(ReadSourceFile("examples/candidates/tiny_relu/torch_chunked.py"));
-  return req;
-}
-
 std::string Submit(Cluster& cluster, const v1::SubmitJobRequest& req) {
   grpc::ClientContext ctx;
   ctx.set_deadline(In(20));
@@ -105,7 +91,7 @@ TEST(JobsTest, JobRunsToItsBudgetStreamsEventsAndExportsRollouts) {
   Cluster cluster("jobs_run", /*gateway=*/true);
   ASSERT_NE(cluster.StartWorker("cpu", 2), nullptr);
   std::string task = cluster.SubmitTask("examples/tasks/tiny/tiny_relu.py");
-  std::string job_id = Submit(cluster, ReluJob(task, 2));
+  std::string job_id = Submit(cluster, ReluJobRequest(task, 2, 42));
   ASSERT_FALSE(job_id.empty());
 
   std::vector<v1::JobEvent> events = Watch(cluster, job_id, 600);
@@ -228,7 +214,7 @@ TEST(JobsTest, IslandsJobKeepsItsIslandsInTheJobState) {
   Cluster cluster("jobs_islands", /*gateway=*/true);
   ASSERT_NE(cluster.StartWorker("cpu", 2), nullptr);
   std::string task = cluster.SubmitTask("examples/tasks/tiny/tiny_relu.py");
-  v1::SubmitJobRequest req = ReluJob(task, 2);
+  v1::SubmitJobRequest req = ReluJobRequest(task, 2, 42);
   req.set_strategy("islands");
   req.mutable_strategy_params()->clear();
   (*req.mutable_strategy_params())["islands"] = "2";
@@ -259,7 +245,7 @@ TEST(JobsTest, IdeaBranchingJobAsksForIdeasThenImplementsThem) {
   Cluster cluster("jobs_ideas", /*gateway=*/true);
   ASSERT_NE(cluster.StartWorker("cpu", 2), nullptr);
   std::string task = cluster.SubmitTask("examples/tasks/tiny/tiny_add_scale.py");
-  v1::SubmitJobRequest req = ReluJob(task, 2);
+  v1::SubmitJobRequest req = ReluJobRequest(task, 2, 42);
   req.clear_seed_candidates();
   req.add_seed_candidates(ReadSourceFile("examples/candidates/tiny_add_scale/torch_chunked.py"));
   req.set_strategy("idea_branching");
@@ -294,19 +280,19 @@ TEST(JobsTest, MalformedJobRequestsAreRefusedWithReasons) {
     v1::SubmitJobResponse resp;
     return cluster.Stub()->SubmitJob(&ctx, req, &resp).error_code();
   };
-  v1::SubmitJobRequest req = ReluJob(task, 1);
+  v1::SubmitJobRequest req = ReluJobRequest(task, 1, 42);
   req.set_task_id(std::string(64, 'a'));
   EXPECT_EQ(code_of(req), grpc::StatusCode::NOT_FOUND);
-  req = ReluJob(task, 1);
+  req = ReluJobRequest(task, 1, 42);
   req.set_strategy("annealing");
   EXPECT_EQ(code_of(req), grpc::StatusCode::INVALID_ARGUMENT);
-  req = ReluJob(task, 1);
+  req = ReluJobRequest(task, 1, 42);
   (*req.mutable_strategy_params())["exemplarz"] = "3";
   EXPECT_EQ(code_of(req), grpc::StatusCode::INVALID_ARGUMENT);
-  req = ReluJob(task, 1);
+  req = ReluJobRequest(task, 1, 42);
   req.clear_gpu_types();
   EXPECT_EQ(code_of(req), grpc::StatusCode::INVALID_ARGUMENT);
-  req = ReluJob(task, 1);
+  req = ReluJobRequest(task, 1, 42);
   req.mutable_llm()->set_provider("gpt-in-a-box");
   EXPECT_EQ(code_of(req), grpc::StatusCode::INVALID_ARGUMENT);
 
@@ -324,7 +310,7 @@ TEST(JobsTest, MalformedJobRequestsAreRefusedWithReasons) {
 TEST(JobsTest, CancelledJobStopsAndDropsItsQueuedEvaluations) {
   Cluster cluster("jobs_cancel", /*gateway=*/true);  // no worker: the seeds wait in the queue
   std::string task = cluster.SubmitTask("examples/tasks/tiny/tiny_relu.py");
-  std::string job_id = Submit(cluster, ReluJob(task, 5));
+  std::string job_id = Submit(cluster, ReluJobRequest(task, 5, 42));
   ASSERT_TRUE(
       cluster.WaitFor("SELECT count(*) FROM evaluations WHERE state = 'queued' AND "
                       "job_id = '" +
@@ -360,7 +346,7 @@ TEST(JobsTest, CoordinatorKilledMidJobResumesFromPostgresWithoutRepeatingWork) {
   Cluster cluster("jobs_resume", /*gateway=*/true);
   ASSERT_NE(cluster.StartWorker("cpu", 2), nullptr);
   std::string task = cluster.SubmitTask("examples/tasks/tiny/tiny_relu.py");
-  std::string job_id = Submit(cluster, ReluJob(task, 3));
+  std::string job_id = Submit(cluster, ReluJobRequest(task, 3, 42));
   // Kill it once round 1's candidates are queued, before they are measured.
   ASSERT_TRUE(
       cluster.WaitFor("SELECT count(*) FROM job_steps WHERE kind = 'evaluate' AND "

@@ -189,16 +189,7 @@ TEST(MonitoringTest, PrometheusScrapesEveryServiceAndEveryDashboardQueryRuns) {
   ASSERT_NE(cluster.gateway(), nullptr);
   std::string task = cluster.SubmitTask("examples/tasks/tiny/tiny_relu.py");
   {
-    v1::SubmitJobRequest req;
-    req.set_task_id(task);
-    req.add_gpu_types("cpu");
-    req.set_strategy("contrastive");
-    (*req.mutable_strategy_params())["prompts_per_round"] = "1";
-    (*req.mutable_strategy_params())["candidates_per_prompt"] = "2";
-    req.set_dialect(v1::DIALECT_KERNELBENCH);
-    req.mutable_budget()->set_max_rounds(1);
-    req.set_seed(7);
-    req.add_seed_candidates(ReadSourceFile("examples/candidates/tiny_relu/torch_chunked.py"));
+    v1::SubmitJobRequest req = ReluJobRequest(task, /*rounds=*/1, /*seed=*/7);
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
     v1::SubmitJobResponse resp;

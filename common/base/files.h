@@ -5,9 +5,24 @@
 #ifndef KFORGE_COMMON_BASE_FILES_H_
 #define KFORGE_COMMON_BASE_FILES_H_
 
+#include <unistd.h>
+
 #include <string>
 
 namespace kforge {
+
+// Closes a file descriptor when it goes out of scope (-1: none).
+struct ScopedFd {
+  ScopedFd() = default;
+  explicit ScopedFd(int f) : fd(f) {}
+  ~ScopedFd() {
+    if (fd >= 0) close(fd);
+  }
+  ScopedFd(const ScopedFd&) = delete;
+  ScopedFd& operator=(const ScopedFd&) = delete;
+
+  int fd = -1;
+};
 
 // The file's bytes, or "" when it cannot be read.
 std::string ReadFileOrEmpty(const std::string& path);

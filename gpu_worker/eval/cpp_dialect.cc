@@ -141,17 +141,12 @@ std::string EnsurePch(const CppToolchain& tc, const std::string& pch_dir, bool r
   // cold cache wait for the first instead of each compiling the same header (~20 s of CPU).
   // Bounded: anyone who can open the file can hold the lock (a candidate could, to stall
   // others), so after 120 s this build goes ahead on its own temporary name anyway.
-  int lock = open((pch_dir + "/lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-  for (int waited_ms = 0; lock >= 0 && flock(lock, LOCK_EX | LOCK_NB) != 0 && waited_ms < 120000;
+  ScopedFd lock(open((pch_dir + "/lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666));
+  for (int waited_ms = 0;
+       lock.fd >= 0 && flock(lock.fd, LOCK_EX | LOCK_NB) != 0 && waited_ms < 120000;
        waited_ms += 100) {
     usleep(100 * 1000);
   }  // released when the descriptor closes
-  struct CloseOnExit {
-    int fd;
-    ~CloseOnExit() {
-      if (fd >= 0) close(fd);
-    }
-  } close_lock{lock};
   if (!rebuild && Exists(gch)) return "";  // built by the holder of the lock meanwhile
   if (!WriteFileAtomically(header, "#include <kforge/candidate.h>\n#include <ATen/ATen.h>\n")) {
     return "cannot write " + header;

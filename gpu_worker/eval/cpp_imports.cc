@@ -13,13 +13,21 @@
 namespace kforge::eval {
 namespace {
 
-// Libraries by their name up to ".so": LibTorch's two, and the C/C++ runtime.
+// LibTorch's two libraries and the C/C++ runtime, by soname (the dynamic loader aside).
+constexpr const char* kAllowedSonames[] = {"libc10.so",   "libtorch_cpu.so", "libstdc++.so.6",
+                                           "libc.so.6",   "libm.so.6",       "libgcc_s.so.1"};
+
+// A file name up to ".so".
+std::string Stem(const std::string& path) {
+  std::string name = path.substr(path.rfind('/') + 1);
+  return name.substr(0, name.find(".so"));
+}
+
 bool AllowedLibrary(const std::string& path) {
   if (path.empty()) return false;
-  std::string name = path.substr(path.rfind('/') + 1);
-  std::string stem = name.substr(0, name.find(".so"));
-  for (const char* allowed : {"libc10", "libtorch_cpu", "libstdc++", "libm", "libc", "libgcc_s"}) {
-    if (stem == allowed) return true;
+  const std::string stem = Stem(path);
+  for (const char* allowed : kAllowedSonames) {
+    if (stem == Stem(allowed)) return true;
   }
   return stem.rfind("ld-linux", 0) == 0;
 }
@@ -33,8 +41,7 @@ std::string LibraryOf(const void* address) {
 const std::vector<void*>& AllowedHandles() {
   static const std::vector<void*> handles = [] {
     std::vector<void*> out;
-    for (const char* soname : {"libc10.so", "libtorch_cpu.so", "libstdc++.so.6", "libc.so.6",
-                               "libm.so.6", "libgcc_s.so.1"}) {
+    for (const char* soname : kAllowedSonames) {
       if (void* h = dlopen(soname, RTLD_LAZY | RTLD_NOLOAD)) out.push_back(h);
     }
     return out;

@@ -16,6 +16,8 @@
 #include <cstring>
 #include <vector>
 
+#include "common/base/files.h"
+
 namespace kforge::eval {
 namespace {
 
@@ -124,13 +126,6 @@ std::vector<sock_filter> MetadataFilter() {
   return f;
 }
 
-struct Fd {
-  int fd = -1;
-  ~Fd() {
-    if (fd >= 0) close(fd);
-  }
-};
-
 }  // namespace
 
 int LandlockAbi() {
@@ -148,15 +143,13 @@ FsLockOutcome LockWritesBeneath(const std::vector<std::string>& writable_dirs) {
   const uint64_t rights = WriteRights(out.abi);
   landlock_ruleset_attr attr{};
   attr.handled_access_fs = rights;
-  Fd ruleset;
-  ruleset.fd = static_cast<int>(syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0));
+  ScopedFd ruleset(static_cast<int>(syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0)));
   if (ruleset.fd < 0) {
     out.error = std::string("landlock_create_ruleset: ") + std::strerror(errno);
     return out;
   }
   for (const std::string& dir : writable_dirs) {
-    Fd parent;
-    parent.fd = open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    ScopedFd parent(open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
     if (parent.fd < 0) continue;  // a missing directory cannot be written anyway
     landlock_path_beneath_attr rule{};
     rule.allowed_access = rights;

@@ -23,11 +23,15 @@ void CheckCuda(cudaError_t e, const char* what) {
   }
 }
 
-double Median(std::vector<double> v) {
+double MedianOfSorted(const std::vector<double>& v) {
   if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
   size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return MedianOfSorted(v);
 }
 
 }  // namespace
@@ -36,7 +40,7 @@ double RelStderrOfMedian(std::vector<double> v) {
   const size_t n = v.size();
   if (n < 3) return 1;
   std::sort(v.begin(), v.end());
-  const double med = Median(v);
+  const double med = MedianOfSorted(v);
   if (med <= 0) return 1;
   // Distribution-free 95% confidence interval of the median: the order statistics at ranks
   // n/2 -+ 1.96 sqrt(n)/2 (normal approximation of Binomial(n, 1/2)). Its half width over 1.96
