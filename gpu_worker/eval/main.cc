@@ -5,6 +5,7 @@
 //               [--trials N] [--atol X] [--rtol X] [--min-samples N] [--max-rel-stderr X]
 //               [--build-timeout S] [--correctness-timeout S] [--timing-timeout S]
 //               [--cache-dir DIR] [--request REQ.pb] [--result-pb OUT.pb] [--build-only]
+//               [--keep-samples]
 //   kforge-eval --serve stdio|FIFO_DIR [--answer pb|json] [--cache-dir DIR]  (fork server)
 //
 // Exit status: 0 whenever a verdict was produced (whatever it is), 2 for bad usage.
@@ -32,9 +33,9 @@ constexpr char kUsage[] =
     "                   [--trials N] [--atol X] [--rtol X] [--min-samples N]\n"
     "                   [--max-rel-stderr X] [--build-timeout S] [--correctness-timeout S]\n"
     "                   [--timing-timeout S] [--cache-dir DIR] [--build-only]\n"
-    "                   [--keep-samples 1]\n"
+    "                   [--keep-samples]\n"
     "       kforge-eval --request REQ.pb|- [--result-pb OUT.pb] [--json OUT] [--cache-dir DIR]\n"
-    "                   [--build-only]\n"
+    "                   [--build-only] [--keep-samples]\n"
     "       kforge-eval --baseline TASK_DIR [--device D] [--json OUT.jsonl] [--per-task-cap S]\n"
     "       kforge-eval --serve stdio|FIFO_DIR [--answer pb|json] [--cache-dir DIR]\n"
     "                   (fork server: framed\n"
@@ -68,15 +69,15 @@ int main(int argc, char** argv) {
   using namespace kforge;
   auto process_start = std::chrono::steady_clock::now();
   std::map<std::string, std::string> flags;
-  bool build_only = false;  // the one flag without a value
+  bool build_only = false, keep_samples = false;  // the flags without a value
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--help" || a == "-h") {
       std::printf("%s\n", kUsage);
       return 0;
     }
-    if (a == "--build-only") {
-      build_only = true;
+    if (a == "--build-only" || a == "--keep-samples") {
+      (a == "--build-only" ? build_only : keep_samples) = true;
       continue;
     }
     if (a.rfind("--", 0) != 0) return Usage("unexpected argument " + a);
@@ -93,8 +94,7 @@ int main(int argc, char** argv) {
                                  "json", "trials", "atol", "rtol", "min-samples",
                                  "max-rel-stderr", "build-timeout", "correctness-timeout",
                                  "timing-timeout", "cache-dir", "request", "result-pb",
-                                 "baseline", "per-task-cap", "serve", "answer",
-                                 "keep-samples"};
+                                 "baseline", "per-task-cap", "serve", "answer"};
   for (const auto& [k, v] : flags) {
     bool known = false;
     for (const char* n : kKnown) known |= k == n;
@@ -165,10 +165,10 @@ int main(int argc, char** argv) {
     req.mutable_limits()->set_build_s(num("build-timeout", 0));
     req.mutable_limits()->set_correctness_s(num("correctness-timeout", 0));
     req.mutable_limits()->set_timing_s(num("timing-timeout", 0));
-    req.set_keep_samples(num("keep-samples", 0) != 0);
   }
 
   if (build_only) req.set_build_only(true);
+  if (keep_samples) req.set_keep_samples(true);
 
   eval::EngineContext ctx;
   ctx.process_start = process_start;

@@ -166,7 +166,7 @@ def run(case, args):
         cmd = [args.eval, "--task", case["task"], "--candidate", case["candidate"],
                "--device", args.device, "--json", out, "--correctness-timeout",
                str(args.correctness_timeout), "--timing-timeout", str(args.timing_timeout),
-               "--keep-samples", "1"]
+               "--keep-samples"]
         if args.cache_dir:
             cmd += ["--cache-dir", args.cache_dir]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)

@@ -54,7 +54,7 @@ def evaluate(args, task, candidate_src, cache_dir, extra=(), server=None, keep_s
         open(cand, "w").write(candidate_src)
         out = os.path.join(tmp, "r.json")
         t0 = time.time()
-        keep = ["--keep-samples", "1"] if keep_samples else []
+        keep = ["--keep-samples"] if keep_samples else []
         subprocess.run([args.eval, "--task", task, "--candidate", cand, "--device", args.device,
                         "--cache-dir", cache_dir, "--json", out, *keep, *extra],
                        capture_output=True, text=True, timeout=900)
