@@ -62,6 +62,21 @@ install_apt_packages() {
   say "debian packages: installed ${#missing[@]}"
 }
 
+# torch 2.11.0 with its CUDA 13 libraries takes about 5 GiB installed; pip holds the downloaded
+# wheels (about 3 GiB) in a temporary directory until the install ends.
+VENV_NEEDS_GIB=7
+
+# Fails early, saying how much is free, when DIR's file system has less than GIB GiB free
+# (pip would otherwise stop half way with "No space left on device").
+check_free_space() {
+  local dir="$1" gib="$2" free_kib
+  mkdir -p "$dir"
+  free_kib="$(df -Pk "$dir" | awk 'NR == 2 { print $4 }')"
+  if (( free_kib < gib * 1024 * 1024 )); then
+    die "the python venv needs about ${gib} GiB free under $dir; only $((free_kib / 1024)) MiB are free"
+  fi
+}
+
 venv_is_ready() {
   [[ -x "$REPO/.venv/bin/python" ]] &&
     "$REPO/.venv/bin/python" - "$TORCH_VERSION" "$GRPC_PY_VERSION" <<'EOF' 2>/dev/null
@@ -86,8 +101,12 @@ install_venv() {
     rm -rf "$REPO/.venv"
     /usr/bin/python3 -m venv "$REPO/.venv"
   fi
+  check_free_space "$REPO" "$VENV_NEEDS_GIB"
+  check_free_space "${TMPDIR:-/tmp}" "$VENV_NEEDS_GIB"
   say "python venv: installing ${PY_PACKAGES[*]} (torch is a large download)"
-  "$REPO/.venv/bin/pip" install -q --disable-pip-version-check "${PY_PACKAGES[@]}"
+  # No pip cache: the downloaded wheels (about 3 GiB) would otherwise stay on disk beside the
+  # installed venv (about 5 GiB) for nothing; the venv is installed once per clone.
+  "$REPO/.venv/bin/pip" install -q --no-cache-dir --disable-pip-version-check "${PY_PACKAGES[@]}"
   venv_is_ready || die "after pip install the venv still lacks one of: ${PY_PACKAGES[*]}"
   say "python venv: ready"
 }
