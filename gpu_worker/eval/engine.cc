@@ -30,6 +30,13 @@ using Clock = std::chrono::steady_clock;
 constexpr uint32_t kDefaultTrials = 5;
 constexpr int kTimingInputSets = 3;
 constexpr int64_t kMaxTimingSetBytes = 4LL << 30;  // fewer rotating sets above this
+constexpr double kMaxPrerollMs = 5;  // EvalRequest.timing_preroll_ms
+
+std::string FormatMs(double ms) {
+  std::ostringstream s;
+  s << ms;
+  return s.str();
+}
 
 void KeepSamples(const std::vector<double>& event_ms, const std::vector<double>& tail_ms,
                  int sets, v1::TimingStats* stats) {
@@ -193,6 +200,12 @@ class Evaluation {
 
   std::optional<Verdict> SetUpDevice() {
     const std::string& d = req_.device().empty() ? std::string("cuda") : req_.device();
+    if (!(req_.timing_preroll_ms() >= 0 && req_.timing_preroll_ms() <= kMaxPrerollMs)) {
+      return Verdict{v1::VERDICT_RUNTIME_ERROR,
+                     "timing_preroll_ms must be between 0 and " + FormatMs(kMaxPrerollMs) +
+                         " ms, not " + FormatMs(req_.timing_preroll_ms()),
+                     "bad_request"};
+    }
     if (d == "cpu") {
       target_.cuda = false;
     } else if (d.rfind("cuda", 0) == 0) {
@@ -583,6 +596,7 @@ class Evaluation {
     o.l2_bytes = result_.system().l2_cache_bytes();
     if (req_.min_samples()) o.min_samples = req_.min_samples();
     if (req_.max_rel_stderr() > 0) o.max_rel_stderr = req_.max_rel_stderr();
+    o.preroll_ms = req_.timing_preroll_ms();
     o.time_cap_s = ctx_.timing_budget_s;
     TimingOutcome out = TimeInterleaved(ref, cand, sets, o);
     *result_.mutable_reference() = out.reference;

@@ -3,7 +3,7 @@
 //   kforge-eval --task TASK.py --candidate FILE [--dialect kernelbench|nvrtc|cpp]
 //               [--device cuda[:N]|cpu] [--arch sm_XX] [--seed N] [--json OUT]
 //               [--trials N] [--atol X] [--rtol X] [--min-samples N] [--max-rel-stderr X]
-//               [--build-timeout S] [--correctness-timeout S] [--timing-timeout S]
+//               [--preroll-ms X] [--build-timeout S] [--correctness-timeout S] [--timing-timeout S]
 //               [--cache-dir DIR] [--request REQ.pb] [--result-pb OUT.pb] [--build-only]
 //               [--keep-samples]
 //   kforge-eval --serve stdio|FIFO_DIR [--answer pb|json] [--cache-dir DIR]  (fork server)
@@ -31,9 +31,9 @@ constexpr char kUsage[] =
     "usage: kforge-eval --task TASK.py --candidate FILE [--dialect kernelbench|nvrtc|cpp]\n"
     "                   [--device cuda[:N]|cpu] [--arch sm_XX] [--seed N] [--json OUT]\n"
     "                   [--trials N] [--atol X] [--rtol X] [--min-samples N]\n"
-    "                   [--max-rel-stderr X] [--build-timeout S] [--correctness-timeout S]\n"
-    "                   [--timing-timeout S] [--cache-dir DIR] [--build-only]\n"
-    "                   [--keep-samples]\n"
+    "                   [--max-rel-stderr X] [--preroll-ms X] [--build-timeout S]\n"
+    "                   [--correctness-timeout S] [--timing-timeout S] [--cache-dir DIR]\n"
+    "                   [--build-only] [--keep-samples]\n"
     "       kforge-eval --request REQ.pb|- [--result-pb OUT.pb] [--json OUT] [--cache-dir DIR]\n"
     "                   [--build-only] [--keep-samples]\n"
     "       kforge-eval --baseline TASK_DIR [--device D] [--json OUT.jsonl] [--per-task-cap S]\n"
@@ -92,7 +92,7 @@ int main(int argc, char** argv) {
   }
   static const char* kKnown[] = {"task", "candidate", "dialect", "device", "arch", "seed",
                                  "json", "trials", "atol", "rtol", "min-samples",
-                                 "max-rel-stderr", "build-timeout", "correctness-timeout",
+                                 "max-rel-stderr", "preroll-ms", "build-timeout", "correctness-timeout",
                                  "timing-timeout", "cache-dir", "request", "result-pb",
                                  "baseline", "per-task-cap", "serve", "answer"};
   for (const auto& [k, v] : flags) {
@@ -162,6 +162,7 @@ int main(int argc, char** argv) {
     req.set_rtol(num("rtol", 0));
     req.set_min_samples(static_cast<uint32_t>(num("min-samples", 0)));
     req.set_max_rel_stderr(num("max-rel-stderr", 0));
+    req.set_timing_preroll_ms(num("preroll-ms", 0));
     req.mutable_limits()->set_build_s(num("build-timeout", 0));
     req.mutable_limits()->set_correctness_s(num("correctness-timeout", 0));
     req.mutable_limits()->set_timing_s(num("timing-timeout", 0));

@@ -10,6 +10,9 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "gpu_worker/eval/cuda_driver.h"
+#include "gpu_worker/eval/preroll_fatbin.h"
+
 namespace kforge::eval {
 namespace {
 
@@ -74,12 +77,14 @@ class Sampler {
     flush_ = at::empty({static_cast<int64_t>(flush_bytes_)},
                        at::TensorOptions().dtype(at::kByte).device(at::kCUDA, o_.device));
     cudaCtxResetPersistingL2Cache();
+    if (o_.preroll_ms > 0) LoadPreroll();
   }
   ~Sampler() {
-    if (o_.cuda) {
-      cudaEventDestroy(start_);
-      cudaEventDestroy(end_);
-    }
+    if (!o_.cuda) return;
+    cudaEventDestroy(start_);
+    cudaEventDestroy(end_);
+    if (host_flag_) cudaFreeHost(const_cast<unsigned*>(host_flag_));
+    if (preroll_module_) GetDriver().module_unload(preroll_module_);
   }
 
   Sample Run(const Program& p, int set) {
@@ -92,10 +97,14 @@ class Sampler {
     // on any stream, can run before it. (Letting the program launch while the flush still
     // runs kept the host's launch latency out of the events and the timing far steadier, but
     // work the program put on another stream could then run beside the flush, unseen:
-    // docs/decisions.md, "Timing: a device drained before the start event".)
+    // docs/decisions.md, "Timing: a device drained before the start event".) With a pre-roll
+    // the program launches while the pre-roll kernel holds every SM, and only once all of its
+    // blocks are resident: the launch latency stays out of the events and no kernel of the
+    // program's, on any stream, starts before the start event.
     cudaStream_t stream = c10::cuda::getCurrentCUDAStream(o_.device).stream();
     Flush(stream);
     CheckCuda(cudaDeviceSynchronize(), "synchronize before sample");
+    if (preroll_module_) Preroll(stream);
     CheckCuda(cudaEventRecord(start_, stream), "record start");
     p(set);
     CheckCuda(cudaEventRecord(end_, stream), "record end");
@@ -115,8 +124,59 @@ class Sampler {
               "L2 flush");
   }
 
+  void LoadPreroll() {
+    CheckCu(GetDriver().module_load_data(&preroll_module_, kPrerollFatbin),
+            "loading the timing pre-roll kernel");
+    CheckCu(GetDriver().module_get_function(&preroll_, preroll_module_, "kforge_preroll"),
+            "finding the timing pre-roll kernel");
+    int sms = 0, threads_per_sm = 0;
+    CheckCuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, o_.device),
+              "multiprocessor count");
+    CheckCuda(cudaDeviceGetAttribute(&threads_per_sm, cudaDevAttrMaxThreadsPerMultiProcessor,
+                                     o_.device),
+              "threads per multiprocessor");
+    // Every thread slot of every SM (2048 or 1536 per SM on the GPUs built for, both
+    // multiples of the block), so no other kernel fits beside it.
+    preroll_blocks_ = static_cast<unsigned>(sms) *
+                      static_cast<unsigned>((threads_per_sm + kPrerollBlock - 1) / kPrerollBlock);
+    arrived_ = at::zeros({1}, at::TensorOptions().dtype(at::kInt).device(at::kCUDA, o_.device));
+    void* flag = nullptr;
+    CheckCuda(cudaHostAlloc(&flag, sizeof(unsigned), cudaHostAllocMapped), "pinned flag");
+    host_flag_ = static_cast<volatile unsigned*>(flag);
+    *host_flag_ = 0;
+    CheckCuda(cudaHostGetDevicePointer(&device_flag_, flag, 0), "mapped flag");
+  }
+
+  // Launches the pre-roll and returns once all of its blocks are resident.
+  void Preroll(cudaStream_t stream) {
+    unsigned long long duration_ns = static_cast<unsigned long long>(o_.preroll_ms * 1e6);
+    unsigned generation = ++generation_;
+    void* arrived = arrived_.data_ptr();
+    void* args[] = {&duration_ns, &generation, &arrived, &device_flag_};
+    CheckCu(GetDriver().launch_kernel(preroll_, preroll_blocks_, 1, 1, kPrerollBlock, 1, 1, 0,
+                                      reinterpret_cast<CUstream>(stream), args, nullptr),
+            "launching the timing pre-roll kernel");
+    const auto deadline = Clock::now() + std::chrono::seconds(5);
+    while (*host_flag_ != generation) {
+      if (Clock::now() > deadline) {
+        throw std::runtime_error("kforge: the timing pre-roll kernel's " +
+                                 std::to_string(preroll_blocks_) +
+                                 " blocks were not all resident within 5 s");
+      }
+    }
+  }
+
+  static constexpr unsigned kPrerollBlock = 512;  // preroll.cu's __launch_bounds__
+
   const TimingOptions& o_;
   cudaEvent_t start_ = nullptr, end_ = nullptr;
+  CUmodule preroll_module_ = nullptr;
+  CUfunction preroll_ = nullptr;
+  unsigned preroll_blocks_ = 0;
+  unsigned generation_ = 0;
+  at::Tensor arrived_;
+  volatile unsigned* host_flag_ = nullptr;
+  void* device_flag_ = nullptr;
   at::Tensor flush_;
   uint64_t flush_bytes_ = 0;
   int flush_value_ = 0;

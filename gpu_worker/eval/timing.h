@@ -2,10 +2,14 @@
 //
 // Per sample, for each program in alternating order: flush L2 (a memset over twice the
 // device's L2, after resetting persisting lines) on the current stream, synchronise the device,
-// record a start event, run, record an end event; then wait for the end event, read the host
-// clock, synchronise the whole device and read it again. The event interval is the
+// [pre-roll,] record a start event, run, record an end event; then wait for the end event, read
+// the host clock, synchronise the whole device and read it again. The event interval is the
 // measurement; the second host interval (the "tail": work still running on any stream after
 // the end event) is used to detect work hidden on other streams.
+// The optional pre-roll (`preroll_ms` > 0) is a kernel that takes every thread slot of every SM
+// for that long (preroll.cu); the program is launched while it runs, so the host's launch
+// latency falls outside the events, and no kernel on any stream can start before the start
+// event. Copy-engine work (a memcpy on another stream) could still overlap it.
 // Input sets rotate between samples. Sampling stops once both programs have at least
 // `min_samples` and the relative standard error of both medians (RelStderrOfMedian) is below
 // `max_rel_stderr`, or when `time_cap_s` is spent. CPU mode uses the host clock alone and no flush.
@@ -32,6 +36,7 @@ struct TimingOptions {
   double max_rel_stderr = 0.005;
   double time_cap_s = 20;
   int warmup = 3;
+  double preroll_ms = 0;  // 0: none (the device is idle when the start event is recorded)
 };
 
 // Runs one program on input set `set`.

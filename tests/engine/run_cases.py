@@ -74,6 +74,12 @@ def hack_expectation(path):
     return m.group(1), m.group(2)
 
 
+def hack_min_candidate_ms(path):
+    """'Expected candidate median: at least X ms': an `ok` result must have timed it that slow."""
+    m = re.search(r"Expected candidate median:\s*at least\s*([0-9.]+)\s*ms", open(path).read())
+    return float(m.group(1)) if m else None
+
+
 def hack_task(path):
     """The task a hack targets: 'Task: kernelbench/levelN/X.py' or 'Task: tasks/tiny/X.py'."""
     m = re.search(r"Task:\s*(kernelbench/\S+?\.py|tasks/\S+?\.py)", open(path).read())
@@ -117,6 +123,13 @@ def cases(device):
             out.append(dict(name=f"tests/{stem}", task=TASK_DIRS["tiny_relu"],
                             candidate=os.path.join(TESTS, name), expect=BY_NAME[stem],
                             strict=True))
+    # Malformed requests: a clear verdict naming the request, whatever the device.
+    correct = os.path.join(EX, "candidates", "tiny_relu", "correct.py")
+    for name, override in (("preroll_out_of_range", dict(preroll_ms=9)),
+                           ("preroll_negative", dict(preroll_ms=-1)),
+                           ("unknown_device", dict(device="tpu"))):
+        out.append(dict(name=f"requests/{name}", task=TASK_DIRS["tiny_relu"], candidate=correct,
+                        expect=("runtime_error", "bad_request"), strict=True, **override))
     hdir = os.path.join(EX, "hacks")
     for name in sorted(os.listdir(hdir)):
         if not name.endswith((".py", ".cpp")):
@@ -134,8 +147,8 @@ def cases(device):
         if task is None:
             print(f"SKIP hacks/{name[:-3]}: KernelBench tasks not found (set KFORGE_KERNELBENCH)")
             continue
-        out.append(dict(name=f"hacks/{os.path.splitext(name)[0]}", task=task, candidate=path, expect=expect,
-                        strict=strict))
+        out.append(dict(name=f"hacks/{os.path.splitext(name)[0]}", task=task, candidate=path,
+                        expect=expect, strict=strict, min_cand_ms=hack_min_candidate_ms(path)))
     return out
 
 
@@ -150,9 +163,10 @@ def run_served(case, args):
     try:
         return server.evaluate(
             task_source=open(case["task"]).read(),
-            candidate_source=open(case["candidate"]).read(), device=args.device,
-            task_name=case["task"], correctness_s=args.correctness_timeout,
-            timing_s=args.timing_timeout, keep_samples=True)
+            candidate_source=open(case["candidate"]).read(),
+            device=case.get("device", args.device), task_name=case["task"],
+            correctness_s=args.correctness_timeout, timing_s=args.timing_timeout,
+            keep_samples=True, preroll_ms=case.get("preroll_ms", args.preroll_ms))
     except (EOFError, BrokenPipeError) as e:
         _local.server = None
         return dict(verdict="<no result>", reason=f"fork server: {e}", rule="")
@@ -164,9 +178,10 @@ def run(case, args):
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "result.json")
         cmd = [args.eval, "--task", case["task"], "--candidate", case["candidate"],
-               "--device", args.device, "--json", out, "--correctness-timeout",
-               str(args.correctness_timeout), "--timing-timeout", str(args.timing_timeout),
-               "--keep-samples"]
+               "--device", case.get("device", args.device), "--json", out,
+               "--correctness-timeout", str(args.correctness_timeout),
+               "--timing-timeout", str(args.timing_timeout), "--keep-samples",
+               "--preroll-ms", str(case.get("preroll_ms", args.preroll_ms))]
         if args.cache_dir:
             cmd += ["--cache-dir", args.cache_dir]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
@@ -198,6 +213,9 @@ def judge(case, result):
     got_verdict, got_rule = result.get("verdict"), result.get("rule") or None
     exact = got_verdict == want_verdict and (want_rule is None or got_rule == want_rule)
     if case["strict"]:
+        min_ms = case.get("min_cand_ms")
+        if exact and got_verdict == "ok" and min_ms is not None:
+            return result.get("candidate", {}).get("median_ms", 0) >= min_ms
         return exact
     # CPU mode, hacks written for a GPU task run against tiny_relu: whatever the trick, it must
     # never come out ok (most cannot run their kernels at all without a GPU: rule no_gpu).
@@ -215,6 +233,8 @@ def main():
     p.add_argument("--cache-dir", default="")
     p.add_argument("--correctness-timeout", type=float, default=20)
     p.add_argument("--timing-timeout", type=float, default=30)
+    p.add_argument("--preroll-ms", type=float, default=0,
+                   help="EvalRequest.timing_preroll_ms for every case (0: none)")
     p.add_argument("--serve", action="store_true",
                    help="send every case to one `kforge-eval --serve` instead of a process each")
     args = p.parse_args()
@@ -233,6 +253,9 @@ def main():
             failed += not ok
             speed = result.get("speedup")
             extra = f" speedup={speed:.3f}" if isinstance(speed, (int, float)) else ""
+            if case.get("min_cand_ms") is not None and result.get("verdict") == "ok":
+                extra += (f" candidate={result['candidate']['median_ms']:.3f}ms"
+                          f" (at least {case['min_cand_ms']} ms)")
             print(f"{'PASS' if ok else 'FAIL'} {case['name']}: got {result.get('verdict')}"
                   f"/{result.get('rule') or '-'} want {case['expect'][0]}/{case['expect'][1] or '-'}"
                   f"{extra}", flush=True)
