@@ -2,10 +2,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -112,7 +114,9 @@ bool EvalServerClient::WriteRequest(const std::string& bytes, double timeout_s) 
 
 std::optional<v1::EvalResult> EvalServerClient::Evaluate(const v1::EvalRequest& request,
                                                          double deadline_s,
-                                                         std::string* why_not) {
+                                                         std::string* why_not,
+                                                         const std::atomic<bool>* cancel,
+                                                         bool* cancelled) {
   auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                      std::chrono::duration<double>(deadline_s));
   if (sandbox_ && !running_) Stop(true);  // died since the last request: start afresh
@@ -120,6 +124,19 @@ std::optional<v1::EvalResult> EvalServerClient::Evaluate(const v1::EvalRequest& 
   std::string answer;
   FrameStatus status = FrameStatus::kBroken;
   if (WriteRequest(request.SerializeAsString(), SecondsLeft(deadline))) {
+    // Until the answer starts arriving, look at `cancel` every 0.1 s; the frame itself then
+    // comes at once.
+    while (cancel && !cancel->load() && SecondsLeft(deadline) > 0) {
+      pollfd p{result_fd_, POLLIN, 0};
+      int ms = static_cast<int>(std::min(100.0, SecondsLeft(deadline) * 1000) + 1);
+      if (poll(&p, 1, ms) != 0) break;  // readable, hung up, or an error: ReadFrame says which
+    }
+    if (cancel && cancel->load()) {
+      Stop(true);
+      if (cancelled) *cancelled = true;
+      *why_not = "cancelled before the server answered; the server was killed";
+      return std::nullopt;
+    }
     status = ReadFrame(result_fd_, &answer, SecondsLeft(deadline));
   }
   v1::EvalResult result;

@@ -47,9 +47,13 @@ class EvalServerClient {
   EvalServerClient(const EvalServerClient&) = delete;
   EvalServerClient& operator=(const EvalServerClient&) = delete;
 
-  // One evaluation through the server; `deadline_s` bounds the whole round trip.
+  // One evaluation through the server; `deadline_s` bounds the whole round trip. When `cancel`
+  // (if given) becomes true before the answer starts, the server is killed (at most ~0.1 s
+  // later), *cancelled is set and nothing is returned.
   std::optional<v1::EvalResult> Evaluate(const v1::EvalRequest& request, double deadline_s,
-                                         std::string* why_not);
+                                         std::string* why_not,
+                                         const std::atomic<bool>* cancel = nullptr,
+                                         bool* cancelled = nullptr);
   // The server's pid (its sandbox's relay), -1 when none runs. For tests.
   pid_t server_pid() const { return running_ ? pid_ : -1; }
 

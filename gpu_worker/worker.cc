@@ -114,7 +114,8 @@ absl::Status CheckSandbox(const WorkerOptions& options) {
 }
 
 v1::EvalResult RunEvaluation(const WorkerOptions& options, v1::EvalRequest request,
-                             const std::string& device) {
+                             const std::string& device, const std::atomic<bool>* cancel) {
+  if (cancel && cancel->load()) return Failure("cancelled before it started", "cancelled");
   request.set_device(device);
   const auto& lim = request.limits();
   // The request goes in on stdin, the JSON result comes back on stdout: no files to share
@@ -140,7 +141,11 @@ v1::EvalResult RunEvaluation(const WorkerOptions& options, v1::EvalRequest reque
           EvalServerConfig{policy, options.eval_binary, options.cache_dir, env});
     }
     std::string why;
-    if (auto result = server->Evaluate(request, policy.wall_limit_s, &why)) return *result;
+    bool cancelled = false;
+    if (auto result = server->Evaluate(request, policy.wall_limit_s, &why, cancel, &cancelled)) {
+      return *result;
+    }
+    if (cancelled) return Failure("cancelled: " + why, "cancelled");
     LogWarning("fork server unavailable, evaluating in a one-shot child", {{"why", why}});
   }
   SubprocessResult run = RunSandboxed(policy, argv, env, request.SerializeAsString());
@@ -320,7 +325,8 @@ void Worker::Run(const std::atomic<bool>& stop) {
   // spends GPU time on it.
   auto& builds = prometheus::BuildCounter()
                      .Name("kforge_worker_builds_ahead_total")
-                     .Help("Builds ahead of the slots, by outcome (built, or the final verdict)")
+                     .Help("Builds ahead of the slots, by outcome (built, the final verdict, or "
+                           "cancelled by a drain)")
                      .Register(metrics_);
   auto& build_seconds = prometheus::BuildHistogram()
                             .Name("kforge_worker_build_ahead_seconds")
@@ -328,7 +334,7 @@ void Worker::Run(const std::atomic<bool>& stop) {
                             .Register(metrics_)
                             .Add({}, stage_buckets);
   if (options_.prefetch > 0) {  // exported from the start: dashboards read 0, not "no data"
-    for (const char* outcome : {"built", "compile_error", "rejected"}) {
+    for (const char* outcome : {"built", "compile_error", "rejected", "cancelled"}) {
       builds.Add({{"outcome", outcome}});
     }
   }
@@ -363,8 +369,16 @@ void Worker::Run(const std::atomic<bool>& stop) {
         request.set_build_only(true);
         request.set_arch(options_.arch);
         auto t0 = Clock::now();
-        v1::EvalResult result = RunEvaluation(options_, request, "cpu");
+        // A drain hands the queued leases back: their builds are stopped, not finished.
+        v1::EvalResult result = RunEvaluation(options_, request, "cpu", &stop);
         double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+        if (result.rule() == "cancelled") {
+          builds.Add({{"outcome", "cancelled"}}).Increment();
+          LogInfo("build ahead cancelled", {{"lease_id", lease.lease_id()},
+                                            {"evaluation_id", lease.evaluation_id()},
+                                            {"seconds", std::to_string(secs)}});
+          continue;
+        }
         build_seconds.Observe(secs);
         // Final only what cannot depend on the GPU or on the reference: compiler errors and
         // the static rules (decided before loading: empty stage). A rejection while building

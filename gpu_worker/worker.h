@@ -48,9 +48,12 @@ absl::Status CheckSandbox(const WorkerOptions& options);
 
 // Evaluates one request in a sandboxed kforge-eval child and returns its result, or a
 // runtime_error result saying why the child gave none. A build_only request runs with no GPU
-// visible. Exposed for tests.
+// visible. When `cancel` (if given) becomes true before the fork server answers, the child is
+// killed and the result is a runtime_error with rule "cancelled" (builds ahead on a drain: their
+// leases go back to the queue). Exposed for tests.
 v1::EvalResult RunEvaluation(const WorkerOptions& options, v1::EvalRequest request,
-                             const std::string& device);
+                             const std::string& device,
+                             const std::atomic<bool>* cancel = nullptr);
 
 class Worker {
  public:

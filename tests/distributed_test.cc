@@ -1,7 +1,8 @@
 // The distributed path as operators run it: a real PostgreSQL, the coordinator and CPU-mode
 // workers as real processes on loopback, kforge-eval children in the sandbox. Proves that a
 // batch lands only on workers of the requested GPU type, and that nothing is lost or stored
-// twice when a worker, the coordinator or the database dies mid-batch.
+// twice when a worker, the coordinator or the database dies mid-batch, or a worker drains while
+// it builds ahead.
 #include <signal.h>
 
 #include <algorithm>
@@ -273,6 +274,67 @@ TEST(DistributedTest, WorkerBuildsTheNextLeaseWhileItsSlotRunsAndCompileErrorsNe
   EXPECT_EQ(started.count(compile_error_lease), 0u);
   EXPECT_GE(built_while_running.size(), 2u) << worker->log();
   EXPECT_GE(started_built.size(), 1u) << worker->log();
+}
+
+// A candidate like SlowCandidate whose construction (its build) takes `seconds`.
+std::string SlowBuildCandidate(int i, int seconds) {
+  std::string src = SlowCandidate(i);
+  const std::string sleep = "time.sleep(3)";
+  size_t at = src.find(sleep);
+  if (at != std::string::npos) src.replace(at, sleep.size(), "time.sleep(" + std::to_string(seconds) + ")");
+  return src;
+}
+
+TEST(DistributedTest, DrainStopsABuildAheadAndHandsItsLeaseBack) {
+  Cluster cluster("dist_drain_build");
+  ServiceProcess* worker = cluster.StartWorker("cpu", 1, {"--prefetch=1"});
+  ASSERT_NE(worker, nullptr);
+  std::string task = cluster.SubmitTask("examples/tasks/tiny/tiny_relu.py");
+  auto stub = cluster.Stub();
+  // The slot's evaluation (builds for 12 s, then runs to its end during the drain).
+  v1::EvaluateBatchRequest slot_req;
+  slot_req.set_task_id(task);
+  slot_req.add_candidates()->set_source(SlowBuildCandidate(50, 12));
+  slot_req.add_gpu_types("cpu");
+  std::vector<v1::EvaluationRecord> slot_records;
+  grpc::Status slot_status;
+  std::thread slot_client([&] { slot_status = ReadBatch(*stub, slot_req, &slot_records, nullptr); });
+  ASSERT_TRUE(cluster.WaitFor("SELECT state FROM evaluations", "leased"));
+  // Leased while the slot is busy: built ahead, for 300 s unless the drain stops it. Its client
+  // stops reading after a few seconds; the batch stays queued.
+  v1::EvaluateBatchRequest ahead_req = slot_req;
+  ahead_req.mutable_candidates(0)->set_source(SlowBuildCandidate(51, 300));
+  std::vector<v1::EvaluationRecord> ahead_records;
+  std::thread ahead_client([&] { ReadBatch(*stub, ahead_req, &ahead_records, nullptr, 3); });
+  bool building = false;
+  for (auto until = Clock::now() + std::chrono::seconds(60); !building && Clock::now() < until;) {
+    building = worker->log().find("\"build ahead started\"") != std::string::npos;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(building) << worker->log();
+  ahead_client.join();
+
+  SubprocessResult exit = worker->Terminate(120);
+  EXPECT_FALSE(exit.timed_out) << "the drain waited for the build ahead\n" << worker->log();
+  EXPECT_EQ(exit.exit_code, 0) << exit.Describe();
+  const std::string log = worker->log();
+  EXPECT_NE(log.find("\"build ahead cancelled\""), std::string::npos) << log;
+  EXPECT_EQ(log.find("\"build ahead done\""), std::string::npos) << log;
+
+  // The slot's evaluation finished and was delivered; the built-ahead one is queued again,
+  // with no lease and no attempt counted.
+  slot_client.join();
+  ASSERT_TRUE(slot_status.ok()) << slot_status.error_message();
+  ASSERT_EQ(slot_records.size(), 1u);
+  EXPECT_EQ(slot_records[0].result().verdict(), v1::VERDICT_OK)
+      << slot_records[0].result().reason();
+  PgResult rows = cluster.Query(
+      "SELECT count(*) FILTER (WHERE state = 'done') AS done, "
+      "  count(*) FILTER (WHERE state = 'queued' AND attempts = 0) AS requeued, "
+      "  (SELECT count(*) FROM leases) AS leases FROM evaluations");
+  EXPECT_EQ(rows.Get(0, "done"), "1");
+  EXPECT_EQ(rows.Get(0, "requeued"), "1");
+  EXPECT_EQ(rows.Get(0, "leases"), "0");
 }
 
 }  // namespace
