@@ -23,6 +23,8 @@ const std::vector<Rule>& PythonRules() {
        std::regex(R"(^\s*(import|from)\s+(ctypes|gc|inspect|os|sys|subprocess|socket|threading|multiprocessing|signal|importlib|builtins|pickle|shutil|pathlib|io|resource|mmap|_thread|posix|cffi)\b)")},
       {"forbidden_import", "imports a module that reaches into the process or the system",
        std::regex(R"(^\s*import\s+.*,\s*(ctypes|gc|inspect|os|sys|subprocess|socket|threading|multiprocessing|importlib|builtins)\b)")},
+      {"forbidden_import", "starts processes, threads or tasks outside the timed call",
+       std::regex(R"(^\s*(import|from)\s+(concurrent|asyncio)\b|\btorch\.(multiprocessing|distributed)\b)")},
       {"forbidden_call", "uses a dynamic-import or code-execution builtin",
        std::regex(R"((^|[^.\w])(__import__|eval|exec|compile|open|globals|vars|breakpoint)\s*\()")},
       {"forbidden_call", "reaches into interpreter internals",
