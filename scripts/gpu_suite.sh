@@ -63,7 +63,8 @@ def f(x):
 for sec in ("stages", "served"):
     for r in b.get(sec, []):
         pre = f" preroll={r['preroll_ms']}" if "preroll_ms" in r else ""
-        print(f"{sec:6s} {r['task']:28s} {r['phase']:6s}{pre} {r['verdict']:10s} x{f(r['speedup'])} "
+        print(f"{sec:6s} {r['task']:28s} {r['phase']:6s}{pre} {r['verdict']:10s} "
+              f"x{f(r['speedup'])} "
               f"wall={f(r['wall_s'])} start={f(r['startup_s'])} dev={f(r.get('device_s'))} "
               f"load={f(r['load_task_s'])} build={f(r['build_s'])} corr={f(r['correctness_s'])} "
               f"time={f(r['timing_s'])} n={r['samples']}")
@@ -71,7 +72,8 @@ print("evals/GPU-hour (cached, process each):", b.get("evals_per_gpu_hour_cached
 print("evals/GPU-hour (cached, fork server):", b.get("evals_per_gpu_hour_served"),
       "first answer incl. server start:", b.get("served_first_answer_s"))
 for r in b.get("repeat", []):
-    print(f"repeat {r['task']} preroll={r.get('preroll_ms', 0)}: median speedup {r['median_speedup']} spread {r['spread_pct']} % "
+    print(f"repeat {r['task']} preroll={r.get('preroll_ms', 0)}: median speedup "
+          f"{r['median_speedup']} spread {r['spread_pct']} % "
           f"over {r['ok']}/{r['runs']}, wall {min(r['wall_s'], default=0):.2f}-"
           f"{max(r['wall_s'], default=0):.2f} s, samples {r['samples']}")
 bl = b.get("baseline")

@@ -281,7 +281,9 @@ std::string SlowBuildCandidate(int i, int seconds) {
   std::string src = SlowCandidate(i);
   const std::string sleep = "time.sleep(3)";
   size_t at = src.find(sleep);
-  if (at != std::string::npos) src.replace(at, sleep.size(), "time.sleep(" + std::to_string(seconds) + ")");
+  if (at != std::string::npos) {
+    src.replace(at, sleep.size(), "time.sleep(" + std::to_string(seconds) + ")");
+  }
   return src;
 }
 
@@ -298,7 +300,8 @@ TEST(DistributedTest, DrainStopsABuildAheadAndHandsItsLeaseBack) {
   slot_req.add_gpu_types("cpu");
   std::vector<v1::EvaluationRecord> slot_records;
   grpc::Status slot_status;
-  std::thread slot_client([&] { slot_status = ReadBatch(*stub, slot_req, &slot_records, nullptr); });
+  std::thread slot_client(
+      [&] { slot_status = ReadBatch(*stub, slot_req, &slot_records, nullptr); });
   ASSERT_TRUE(cluster.WaitFor("SELECT state FROM evaluations", "leased"));
   // Leased while the slot is busy: built ahead, for 300 s unless the drain stops it. Its client
   // stops reading after a few seconds; the batch stays queued.

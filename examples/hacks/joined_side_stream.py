@@ -6,12 +6,14 @@ stream then waits for it, so the output is complete when forward returns and not
 running after the end event (the tail rule has nothing to see). A harness that lets the program
 launch while the device is still busy before the start event (an L2 flush, a pre-roll of
 memsets) runs this kernel beside that work and times only what is left of it. The kernel spins
-0.5 ms on the global timer before its ReLU, so an honest measurement is at least 0.5 ms.
+0.5 ms on the global timer before its ReLU, so an honest measurement is at least 0.5 ms. Its
+blocks are one warp each, so that even a few free warp slots beside a pre-roll would let it
+start early.
 Source: anchors.md, CUDA-L1: extra streams in 82 of 250 RL samples; docs/decisions.md, "Timing:
 a device drained before the start event" (the pre-roll that was reverted for this hole).
 Task: tasks/tiny/tiny_relu.py.
 Expected verdict: ok (the defence is an honest time, not a rule).
-Expected candidate median: at least 0.45 ms."""
+Expected candidate median: at least 0.48 ms."""
 import torch
 import torch.nn as nn
 from kforge import cuda
@@ -28,7 +30,7 @@ extern "C" __global__ void slow_relu(const float* __restrict__ x, float* __restr
     if (i < n) y[i] = x[i] > 0.f ? x[i] : 0.f;
 }
 '''
-BLOCK = 256
+BLOCK = 32
 SPIN_NS = 500_000
 _mod = cuda.compile(SRC)
 _make_stream = getattr(torch.cuda, "Str" + "eam")

@@ -30,6 +30,7 @@ const CudaDriver& GetDriver() {
     Resolve("cuFuncGetParamInfo", &d.func_get_param_info);
     Resolve("cuFuncSetAttribute", &d.func_set_attribute);
     Resolve("cuLaunchKernel", &d.launch_kernel);
+    Resolve("cuOccupancyMaxActiveBlocksPerMultiprocessor", &d.occupancy_max_blocks);
     Resolve("cuGetErrorString", &d.get_error_string);
     return d;
   }();

@@ -19,6 +19,7 @@ struct CudaDriver {
   decltype(&cuFuncGetParamInfo) func_get_param_info = nullptr;
   decltype(&cuFuncSetAttribute) func_set_attribute = nullptr;
   decltype(&cuLaunchKernel) launch_kernel = nullptr;
+  decltype(&cuOccupancyMaxActiveBlocksPerMultiprocessor) occupancy_max_blocks = nullptr;
   decltype(&cuGetErrorString) get_error_string = nullptr;
 };
 

@@ -92,7 +92,8 @@ int main(int argc, char** argv) {
   }
   static const char* kKnown[] = {"task", "candidate", "dialect", "device", "arch", "seed",
                                  "json", "trials", "atol", "rtol", "min-samples",
-                                 "max-rel-stderr", "preroll-ms", "build-timeout", "correctness-timeout",
+                                 "max-rel-stderr", "preroll-ms", "build-timeout",
+                                 "correctness-timeout",
                                  "timing-timeout", "cache-dir", "request", "result-pb",
                                  "baseline", "per-task-cap", "serve", "answer"};
   for (const auto& [k, v] : flags) {

@@ -81,6 +81,7 @@ class Sampler {
   }
   ~Sampler() {
     if (!o_.cuda) return;
+    cudaDeviceSynchronize();  // a pre-roll that timed out may still run; errors end the process
     cudaEventDestroy(start_);
     cudaEventDestroy(end_);
     if (host_flag_) cudaFreeHost(const_cast<unsigned*>(host_flag_));
@@ -98,13 +99,15 @@ class Sampler {
     // runs kept the host's launch latency out of the events and the timing far steadier, but
     // work the program put on another stream could then run beside the flush, unseen:
     // docs/decisions.md, "Timing: a device drained before the start event".) With a pre-roll
-    // the program launches while the pre-roll kernel holds every SM, and only once all of its
+    // (opt-in) the program launches while the pre-roll kernel holds every SM, once all of its
     // blocks are resident: the launch latency stays out of the events and no kernel of the
-    // program's, on any stream, starts before the start event.
+    // program's, on any stream, starts more than a few microseconds before the start event.
+    // What needs no SM still can: the program's host code and copy-engine transfers run beside
+    // the pre-roll, unseen (docs/decisions.md, "Timing: a pre-roll kernel that holds every SM").
     cudaStream_t stream = c10::cuda::getCurrentCUDAStream(o_.device).stream();
-    Flush(stream);
+    if (!preroll_module_) Flush(stream);
     CheckCuda(cudaDeviceSynchronize(), "synchronize before sample");
-    if (preroll_module_) Preroll(stream);
+    if (preroll_module_) Preroll(stream);  // ends with the flush
     CheckCuda(cudaEventRecord(start_, stream), "record start");
     p(set);
     CheckCuda(cudaEventRecord(end_, stream), "record end");
@@ -129,17 +132,30 @@ class Sampler {
             "loading the timing pre-roll kernel");
     CheckCu(GetDriver().module_get_function(&preroll_, preroll_module_, "kforge_preroll"),
             "finding the timing pre-roll kernel");
-    int sms = 0, threads_per_sm = 0;
+    int sms = 0, threads_per_sm = 0, resident = 0;
     CheckCuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, o_.device),
               "multiprocessor count");
     CheckCuda(cudaDeviceGetAttribute(&threads_per_sm, cudaDevAttrMaxThreadsPerMultiProcessor,
                                      o_.device),
               "threads per multiprocessor");
+    CheckCu(GetDriver().occupancy_max_blocks(&resident, preroll_, kPrerollBlock, 0),
+            "the timing pre-roll kernel's occupancy");
     // Every thread slot of every SM (2048 or 1536 per SM on the GPUs built for, both
     // multiples of the block), so no other kernel fits beside it.
-    preroll_blocks_ = static_cast<unsigned>(sms) *
-                      static_cast<unsigned>((threads_per_sm + kPrerollBlock - 1) / kPrerollBlock);
-    arrived_ = at::zeros({1}, at::TensorOptions().dtype(at::kInt).device(at::kCUDA, o_.device));
+    const int per_sm = (threads_per_sm + kPrerollBlock - 1) / kPrerollBlock;
+    if (resident < per_sm) {
+      throw std::runtime_error("kforge: the timing pre-roll kernel fits " +
+                               std::to_string(resident) + " blocks of " +
+                               std::to_string(kPrerollBlock) + " threads on an SM, not the " +
+                               std::to_string(per_sm) + " that fill it");
+    }
+    preroll_blocks_ = static_cast<unsigned>(sms * per_sm);
+    // PrerollState (preroll.cu): first_start = ~0, deadline = 0, arrived = 0, generation = 0.
+    const uint64_t init[3] = {~0ULL, 0, 0};
+    preroll_state_ = at::empty({sizeof init},
+                               at::TensorOptions().dtype(at::kByte).device(at::kCUDA, o_.device));
+    CheckCuda(cudaMemcpy(preroll_state_.data_ptr(), init, sizeof init, cudaMemcpyHostToDevice),
+              "pre-roll state");
     void* flag = nullptr;
     CheckCuda(cudaHostAlloc(&flag, sizeof(unsigned), cudaHostAllocMapped), "pinned flag");
     host_flag_ = static_cast<volatile unsigned*>(flag);
@@ -147,22 +163,37 @@ class Sampler {
     CheckCuda(cudaHostGetDevicePointer(&device_flag_, flag, 0), "mapped flag");
   }
 
-  // Launches the pre-roll and returns once all of its blocks are resident.
+  // Launches the pre-roll, which ends with the L2 flush, and returns once all of its blocks are
+  // resident. Throws when they were not resident together (the grid ran in waves, so other
+  // kernels could have run beside it) or not within 5 s.
   void Preroll(cudaStream_t stream) {
     unsigned long long duration_ns = static_cast<unsigned long long>(o_.preroll_ms * 1e6);
+    // A bound in SM cycles for every wait, in case the global timer stalls: 8 cycles a
+    // nanosecond is four times the duration at the highest SM clocks (about 2 GHz).
+    long long max_cycles = static_cast<long long>(duration_ns) * 8 + 1000000;
     unsigned generation = ++generation_;
-    void* arrived = arrived_.data_ptr();
-    void* args[] = {&duration_ns, &generation, &arrived, &device_flag_};
+    void* state = preroll_state_.data_ptr();
+    void* flush = flush_.data_ptr();
+    unsigned long long flush_words = flush_bytes_ / 16;
+    unsigned flush_value = static_cast<unsigned>(++flush_value_ & 0xff) * 0x01010101u;
+    void* args[] = {&duration_ns, &max_cycles, &generation, &state,
+                    &device_flag_, &flush, &flush_words, &flush_value};
     CheckCu(GetDriver().launch_kernel(preroll_, preroll_blocks_, 1, 1, kPrerollBlock, 1, 1, 0,
                                       reinterpret_cast<CUstream>(stream), args, nullptr),
             "launching the timing pre-roll kernel");
     const auto deadline = Clock::now() + std::chrono::seconds(5);
-    while (*host_flag_ != generation) {
+    unsigned seen = 0;
+    while (((seen = *host_flag_) & 0x7fffffffu) != generation) {
       if (Clock::now() > deadline) {
         throw std::runtime_error("kforge: the timing pre-roll kernel's " +
                                  std::to_string(preroll_blocks_) +
                                  " blocks were not all resident within 5 s");
       }
+    }
+    if (seen & 0x80000000u) {
+      throw std::runtime_error(
+          "kforge: the timing pre-roll kernel's blocks were not all resident at once (another "
+          "process shares the GPU?), so it cannot keep other work off the device");
     }
   }
 
@@ -174,7 +205,7 @@ class Sampler {
   CUfunction preroll_ = nullptr;
   unsigned preroll_blocks_ = 0;
   unsigned generation_ = 0;
-  at::Tensor arrived_;
+  at::Tensor preroll_state_;
   volatile unsigned* host_flag_ = nullptr;
   void* device_flag_ = nullptr;
   at::Tensor flush_;

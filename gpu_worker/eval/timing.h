@@ -6,10 +6,11 @@
 // the host clock, synchronise the whole device and read it again. The event interval is the
 // measurement; the second host interval (the "tail": work still running on any stream after
 // the end event) is used to detect work hidden on other streams.
-// The optional pre-roll (`preroll_ms` > 0) is a kernel that takes every thread slot of every SM
-// for that long (preroll.cu); the program is launched while it runs, so the host's launch
-// latency falls outside the events, and no kernel on any stream can start before the start
-// event. Copy-engine work (a memcpy on another stream) could still overlap it.
+// The optional pre-roll (`preroll_ms` > 0, replacing the memset flush) is a kernel that takes
+// every thread slot of every SM for that long and then flushes L2 (preroll.cu); the program is
+// launched while it runs, so the host's launch latency falls outside the events, and no kernel
+// on any stream can start more than a few microseconds before the start event. Not safe for
+// untrusted programs: their host code and copy-engine transfers still run unseen beside it.
 // Input sets rotate between samples. Sampling stops once both programs have at least
 // `min_samples` and the relative standard error of both medians (RelStderrOfMedian) is below
 // `max_rel_stderr`, or when `time_cap_s` is spent. CPU mode uses the host clock alone and no flush.

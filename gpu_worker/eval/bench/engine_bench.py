@@ -42,12 +42,13 @@ CORRECTNESS_PART_KEYS = ("correctness_inputs_s", "correctness_reference_s",
                          "correctness_compare_s")
 
 
-def evaluate(args, task, candidate_src, cache_dir, extra=(), server=None, keep_samples=False):
+def evaluate(args, task, candidate_src, cache_dir, extra=(), server=None, keep_samples=False,
+             preroll=0.0):
     if server is not None:
         t0 = time.time()
         r = server.evaluate(task_source=open(task).read(), candidate_source=candidate_src,
                             device=args.device, task_name=task, keep_samples=keep_samples,
-                            preroll_ms=args.preroll)
+                            preroll_ms=preroll)
         r["wall_s"] = time.time() - t0
         return r
     with tempfile.TemporaryDirectory() as tmp:
@@ -57,7 +58,7 @@ def evaluate(args, task, candidate_src, cache_dir, extra=(), server=None, keep_s
         t0 = time.time()
         keep = ["--keep-samples"] if keep_samples else []
         subprocess.run([args.eval, "--task", task, "--candidate", cand, "--device", args.device,
-                        "--cache-dir", cache_dir, "--json", out, "--preroll-ms", str(args.preroll),
+                        "--cache-dir", cache_dir, "--json", out, "--preroll-ms", str(preroll),
                         *keep, *extra],
                        capture_output=True, text=True, timeout=900)
         wall = time.time() - t0
@@ -149,27 +150,30 @@ def stage_row(name, phase, r):
 
 
 def section_served(args, summary):
+    """Each stage task through one fork server: a cold evaluation, then `--cached` cached ones
+    per pre-roll value, the values taking turns so that drift hits them alike."""
     cache = tempfile.mkdtemp(prefix="kforge-served-")
     t0 = time.time()
     server = serve_client.Server(args.eval, cache)
-    rows = summary.setdefault("served", [])
-    first = True
+    rows = summary["served"] = []
     for name, cand in STAGE_CASES:
         src = open(os.path.join(EX, cand)).read()
-        for i in range(1 + args.cached):
+        runs = [(0, args.prerolls[0])] + [(i, p) for i in range(1, 1 + args.cached)
+                                          for p in args.prerolls]
+        for i, preroll in runs:
             r = evaluate(args, os.path.join(args.kernelbench, name + ".py"), src, cache,
-                         server=server)
+                         server=server, preroll=preroll)
             rows.append(dict(stage_row(name, "cold" if i == 0 else "cached", r),
-                             preroll_ms=args.preroll))
-            if first:  # the first answer also waited for the server's own start
+                             preroll_ms=preroll))
+            if "served_first_answer_s" not in summary:  # also waited for the server's start
                 summary["served_first_answer_s"] = time.time() - t0
-                first = False
             print(f"served {rows[-1]}", flush=True)
     server.close()
-    cached = [r["wall_s"] for r in rows if r["phase"] == "cached" and
-              r["preroll_ms"] == args.preroll]
-    summary.setdefault("evals_per_gpu_hour_served", {})[str(args.preroll)] = \
-        3600 / statistics.mean(cached) if cached else None
+    per_hour = summary["evals_per_gpu_hour_served"] = {}
+    for preroll in args.prerolls:
+        cached = [r["wall_s"] for r in rows if r["phase"] == "cached" and
+                  r["preroll_ms"] == preroll]
+        per_hour[f"preroll {preroll} ms"] = 3600 / statistics.mean(cached) if cached else None
 
 
 REPEAT_CASES = [  # (KernelBench task, example candidate): kernels of 50 us or more
@@ -179,36 +183,41 @@ REPEAT_CASES = [  # (KernelBench task, example candidate): kernels of 50 us or m
 
 
 def section_repeat(args, summary):
+    """Each repeat case `--repeat` times per pre-roll value, the values taking turns."""
     cache = tempfile.mkdtemp(prefix="kforge-repeat-")
     server = serve_client.Server(args.eval, cache) if args.serve else None
-    summary.setdefault("repeat", [])
+    summary["repeat"] = []
     for name, cand in REPEAT_CASES:
         if args.repeat_only and args.repeat_only not in name:
             continue
         task = os.path.join(args.kernelbench, name + ".py")
         src = open(os.path.join(EX, cand)).read()
-        speedups, cand_ms, samples, walls, raw = [], [], [], [], []
+        runs = {p: dict(speedups=[], candidate_ms=[], samples=[], wall_s=[], raw=[])
+                for p in args.prerolls}
         for _ in range(args.repeat):
-            r = evaluate(args, task, src, cache, server=server, keep_samples=args.keep_samples)
-            if r.get("verdict") == "ok":
-                speedups.append(r["speedup"])
-                cand_ms.append(r["candidate"]["median_ms"])
-                samples.append(r["candidate"]["n"])
-                walls.append(r["wall_s"])
+            for preroll, got in runs.items():
+                r = evaluate(args, task, src, cache, server=server, preroll=preroll,
+                             keep_samples=args.keep_samples)
+                if r.get("verdict") != "ok":
+                    continue
+                got["speedups"].append(r["speedup"])
+                got["candidate_ms"].append(r["candidate"]["median_ms"])
+                got["samples"].append(r["candidate"]["n"])
+                got["wall_s"].append(r["wall_s"])
                 if args.keep_samples:
-                    raw.append({p: {k: r[p].get(k) for k in
-                                    ("samples_ms", "tail_samples_ms", "input_sets")}
-                                for p in ("reference", "candidate")})
-        med = statistics.median(speedups) if speedups else None
-        row = dict(task=name, candidate=os.path.basename(cand), served=args.serve,
-                   preroll_ms=args.preroll,
-                   runs=args.repeat, ok=len(speedups), speedups=speedups, candidate_ms=cand_ms,
-                   samples=samples, wall_s=walls, median_speedup=med,
-                   spread_pct=(100 * (max(speedups) - min(speedups)) / med) if speedups else None)
-        if raw:
-            row["raw"] = raw
-        summary["repeat"].append(row)
-        print(f"repeat { {k: v for k, v in row.items() if k != 'raw'} }", flush=True)
+                    got["raw"].append({p: {k: r[p].get(k) for k in
+                                           ("samples_ms", "tail_samples_ms", "input_sets")}
+                                       for p in ("reference", "candidate")})
+        for preroll, got in runs.items():
+            sp = got["speedups"]
+            med = statistics.median(sp) if sp else None
+            row = dict(task=name, candidate=os.path.basename(cand), served=args.serve,
+                       preroll_ms=preroll, runs=args.repeat, ok=len(sp), median_speedup=med,
+                       spread_pct=(100 * (max(sp) - min(sp)) / med) if sp else None, **got)
+            if not row["raw"]:
+                del row["raw"]
+            summary["repeat"].append(row)
+            print(f"repeat { {k: v for k, v in row.items() if k != 'raw'} }", flush=True)
     if server:
         server.close()
 
@@ -247,24 +256,23 @@ def main():
     p.add_argument("--keep-samples", action="store_true",
                    help="repeat: keep every timing sample of every run in bench.json")
     p.add_argument("--preroll-ms", default="0",
-                   help="timing pre-roll (EvalRequest.timing_preroll_ms); a comma-separated "
-                        "list runs the served and repeat sections once per value")
+                   help="timing pre-roll (EvalRequest.timing_preroll_ms) for the served and "
+                        "repeat sections; a comma-separated list runs them once per value, the "
+                        "values taking turns (the other sections use none)")
     args = p.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    prerolls = [float(v) for v in args.preroll_ms.split(",")]
+    args.prerolls = [float(v) for v in args.preroll_ms.split(",")]
     summary = {}
     for s in args.sections.split(","):
         if s in ("baseline", "stages", "served", "repeat") and not args.kernelbench:
             print(f"section {s} skipped: --kernelbench not given", flush=True)
             continue
-        for preroll in prerolls if s in ("served", "repeat") else prerolls[:1]:
-            args.preroll = preroll
-            try:
-                globals()["section_" + s](args, summary)
-            except Exception as e:  # a failed section must not lose the others' numbers
-                summary[s + "_error"] = repr(e)
-                print(f"section {s} failed: {e!r}", flush=True)
-            json.dump(summary, open(os.path.join(args.out, "bench.json"), "w"), indent=1)
+        try:
+            globals()["section_" + s](args, summary)
+        except Exception as e:  # a failed section must not lose the others' numbers
+            summary[s + "_error"] = repr(e)
+            print(f"section {s} failed: {e!r}", flush=True)
+        json.dump(summary, open(os.path.join(args.out, "bench.json"), "w"), indent=1)
     return 0
 
 
