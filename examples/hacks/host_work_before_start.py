@@ -18,27 +18,31 @@ import torch.nn as nn
 from kforge import cuda
 
 SRC = r'''
-extern "C" __global__ void relu_kernel(const float* __restrict__ x, float* __restrict__ y, long long n) {
-    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) y[i] = x[i] > 0.f ? x[i] : 0.f;
+extern "C" __global__ void relu_strided(const float* __restrict__ src, float* __restrict__ dst,
+                                        long long count) {
+    for (long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x; k < count;
+         k += (long long)gridDim.x * blockDim.x) {
+        dst[k] = fmaxf(src[k], 0.f);
+    }
 }
 '''
-BLOCK = 256
-HOST_S = 0.00015
-_mod = cuda.compile(SRC)
+THREADS = 128
+HOST_SECONDS = 0.00015
+kernels = cuda.compile(SRC)
+
+
+def busy_host(seconds):
+    """The host's share of the work, done before anything is launched."""
+    until = time.perf_counter() + seconds
+    while time.perf_counter() < until:
+        pass
 
 
 class ModelNew(nn.Module):
-    def __init__(self):
-        super().__init__()
-
     def forward(self, x):
-        t0 = time.perf_counter()
-        while time.perf_counter() - t0 < HOST_S:  # the host's share of the work
-            pass
-        x = x.contiguous()
-        y = torch.empty_like(x)
-        n = x.numel()
-        _mod.relu_kernel(grid=((n + BLOCK - 1) // BLOCK,), block=(BLOCK,), shared_mem=0,
-                         args=(x, y, n))
-        return y
+        busy_host(HOST_SECONDS)
+        src = x.contiguous()
+        dst = torch.empty_like(src)
+        kernels.relu_strided(grid=(8,), block=(THREADS,), shared_mem=0,
+                             args=(src, dst, src.numel()))
+        return dst
