@@ -3,19 +3,31 @@
 # suite and the benchmarks. Logs and results go to $OUT (default /tmp/kforge-gpu); a short
 # table is printed last.
 #
-#   bash scripts/gpu_suite.sh [sections]     sections: cases,bench (default both)
+#   bash scripts/gpu_suite.sh [sections]     sections: unit,cases,bench (the default), probe
+#
+# unit: the engine's GoogleTest binaries (engine_unit_test, cpp_dialect_test, fs_lock_test),
+# whose GPU tests are skipped on machines without one; cases: tests/engine/run_cases.py on the
+# GPU; bench: gpu_worker/eval/bench/engine_bench.py; probe: gpu_worker/eval/bench/span_probe.py
+# (torch only, where a drained sample's time varies). Environment: CASES_ARGS, BENCH_ARGS,
+# PROBE_ARGS (passed on), OUT, PYTHON, KERNELBENCH, GTEST_SOURCE.
 #
 # Expects: CUDA toolkit, python3 with torch 2.11 (its headers, libpython), protobuf 3.21 and
-# protoc, cmake, ninja. KernelBench's tasks for the baseline table at $KERNELBENCH
-# (default .gpu-carry/kernelbench, copied there by the caller since ../shared does not travel).
+# protoc, cmake, ninja. What ../shared and Debian would give is carried in .gpu-carry (filled by
+# scripts/gpu_carry.sh): KernelBench's tasks ($KERNELBENCH, default .gpu-carry/kernelbench)
+# and GoogleTest's sources ($GTEST_SOURCE, default .gpu-carry/googletest; without them the
+# unit section is not run).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/kforge-gpu}
 mkdir -p "$OUT"
-SECTIONS=${1:-cases,bench}
+SECTIONS=${1:-unit,cases,bench}
 PY=${PYTHON:-$(command -v python3)}
 KERNELBENCH=${KERNELBENCH:-.gpu-carry/kernelbench}
+GTEST_SOURCE=${GTEST_SOURCE:-$PWD/.gpu-carry/googletest}
 EVAL=build-gpu/gpu_worker/eval/kforge-eval
+UNIT_TESTS=(engine_unit_test cpp_dialect_test fs_lock_test)
+unit=0
+[[ $SECTIONS == *unit* && -f $GTEST_SOURCE/CMakeLists.txt ]] && unit=1
 
 {
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv
@@ -24,14 +36,40 @@ EVAL=build-gpu/gpu_worker/eval/kforge-eval
 } > "$OUT/machine.txt" 2>&1
 
 start=$(date +%s)
-if ! { cmake -S . -B build-gpu -G Ninja -DKFORGE_GPU_SIDE_ONLY=ON -DKFORGE_BUILD_TESTS=OFF \
+if (( unit )); then
+  config=(-DKFORGE_BUILD_TESTS=ON -DKFORGE_GTEST_SOURCE="$GTEST_SOURCE")
+  targets=(kforge-eval "${UNIT_TESTS[@]}")
+else
+  config=(-DKFORGE_BUILD_TESTS=OFF)
+  targets=(kforge-eval)
+fi
+if ! { cmake -S . -B build-gpu -G Ninja -DKFORGE_GPU_SIDE_ONLY=ON "${config[@]}" \
          -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE="$PY" &&
-       ninja -C build-gpu kforge-eval; } > "$OUT/build.log" 2>&1; then
+       ninja -C build-gpu "${targets[@]}"; } > "$OUT/build.log" 2>&1; then
   tail -40 "$OUT/build.log"
   echo "BUILD FAILED (log: $OUT/build.log)"
   exit 1
 fi
 build_s=$(( $(date +%s) - start ))
+
+unit_line="not run"
+if (( unit )); then
+  unit_passed=0 unit_failed=()
+  for t in "${UNIT_TESTS[@]}"; do
+    if KFORGE_SOURCE_DIR=$PWD KFORGE_BINARY_DIR=$PWD/build-gpu "build-gpu/gpu_worker/eval/$t" \
+         > "$OUT/unit_$t.log" 2>&1; then
+      unit_passed=$((unit_passed + 1))
+    else
+      unit_failed+=("$t")
+      grep -E "^\[  FAILED|Failure" "$OUT/unit_$t.log" | head -20
+    fi
+  done
+  skipped=$(cat "$OUT"/unit_*.log | grep -c "^\[  SKIPPED \] [A-Za-z]" || true)
+  unit_line="$unit_passed of ${#UNIT_TESTS[@]} binaries passed (${skipped} tests skipped)"
+  (( ${#unit_failed[@]} )) && unit_line+="; failed: ${unit_failed[*]}"
+elif [[ $SECTIONS == *unit* ]]; then
+  unit_line="not run: no GoogleTest sources at $GTEST_SOURCE (scripts/gpu_carry.sh)"
+fi
 
 cases_line="not run"
 if [[ $SECTIONS == *cases* ]]; then
@@ -49,9 +87,15 @@ if [[ $SECTIONS == *bench* ]]; then
     "${kb_args[@]}" ${BENCH_ARGS:-} > "$OUT/bench.log" 2>&1
 fi
 
+if [[ $SECTIONS == *probe* ]]; then
+  "$PY" gpu_worker/eval/bench/span_probe.py --json "$OUT/span_probe.json" \
+    ${PROBE_ARGS:---seconds 40} > "$OUT/span_probe.log" 2>&1
+fi
+
 echo "== kforge GPU suite =="
 cat "$OUT/machine.txt"
 echo "engine build: ${build_s} s"
+echo "unit: $unit_line"
 echo "cases: $cases_line"
 [[ -f $OUT/bench.json ]] && "$PY" - "$OUT/bench.json" <<'PYEOF'
 import json, sys
@@ -81,5 +125,8 @@ if bl: print(f"baseline: {bl['ok']}/{bl['tasks']} tasks in {bl['wall_s']:.0f} s;
 for k, v in b.items():
     if k.endswith("_error"): print(k, v)
 PYEOF
-# Exit status: 0 when the build passed and no case failed (benchmarks report, they do not fail).
-[[ $cases_line == "not run" || $cases_line == *" 0 failed"* ]]
+[[ -f $OUT/span_probe.log ]] && sed -n '/^== spread/,$p' "$OUT/span_probe.log"
+# Exit status: 0 when the build passed, no unit test binary and no case failed (benchmarks
+# report, they do not fail).
+[[ $unit_line != *failed:* ]] &&
+  [[ $cases_line == "not run" || $cases_line == *" 0 failed"* ]]
