@@ -147,13 +147,9 @@ def main():
             continue
         for k in METRICS:
             ratio = [r[k][0] / r[k][1] for r in rs if r[k][1] > 0]
-            short = [r[k][1] for r in rs]
-            if not ratio:
-                continue
-            med = statistics.median(ratio)
-            print(f"wait={w:4s} {k:9s} rounds {len(ratio)} ratio {med:.3f} spread "
-                  f"{100 * (max(ratio) - min(ratio)) / med:.2f}% short "
-                  f"{min(short):.4f}-{max(short):.4f} ms")
+            if ratio:
+                print(timing_probe.spread_line(f"wait={w:4s} {k:9s}", ratio,
+                                               [r[k][1] for r in rs]))
     if args.json:
         json.dump(rounds, open(args.json, "w"), indent=1)
 

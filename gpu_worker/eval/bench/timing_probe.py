@@ -104,6 +104,14 @@ class Probe:
         return times
 
 
+def spread_line(label, ratios, shorts):
+    """One summary line: the ratio's median and spread over rounds, the short program's range."""
+    med = statistics.median(ratios)
+    return (f"{label} rounds {len(ratios)} ratio median {med:.3f} spread "
+            f"{100 * (max(ratios) - min(ratios)) / med:.2f}% short "
+            f"{min(shorts):.4f}-{max(shorts):.4f} ms")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--seconds", type=float, default=60)
@@ -129,11 +137,8 @@ def main():
                   f"ratio {row['ratio']:.3f} n {row['n']}", flush=True)
     print("== spread of the ratio over rounds ==")
     for s in schemes:
-        r = [x["ratio"] for x in rounds[s]]
-        sh = [x["short_ms"] for x in rounds[s]]
-        print(f"{s:18s} rounds {len(r)} ratio median {statistics.median(r):.3f} spread "
-              f"{100 * (max(r) - min(r)) / statistics.median(r):.2f}% short "
-              f"{min(sh):.4f}-{max(sh):.4f}")
+        print(spread_line(f"{s:18s}", [x["ratio"] for x in rounds[s]],
+                          [x["short_ms"] for x in rounds[s]]))
     if args.json:
         json.dump(rounds, open(args.json, "w"), indent=1)
 
