@@ -81,7 +81,8 @@ class Sampler {
   }
   ~Sampler() {
     if (!o_.cuda) return;
-    cudaDeviceSynchronize();  // a pre-roll that timed out may still run; errors end the process
+    // A pre-roll that timed out may still run (bounded in cycles) when its module goes.
+    if (preroll_module_) cudaDeviceSynchronize();
     cudaEventDestroy(start_);
     cudaEventDestroy(end_);
     if (host_flag_) cudaFreeHost(const_cast<unsigned*>(host_flag_));
