@@ -596,7 +596,8 @@ class Evaluation {
     o.l2_bytes = result_.system().l2_cache_bytes();
     if (req_.min_samples()) o.min_samples = req_.min_samples();
     if (req_.max_rel_stderr() > 0) o.max_rel_stderr = req_.max_rel_stderr();
-    o.preroll_ms = req_.timing_preroll_ms();
+    o.preroll_ms = o.cuda ? req_.timing_preroll_ms() : 0;
+    result_.set_timing_preroll_ms(o.preroll_ms);
     o.time_cap_s = ctx_.timing_budget_s;
     TimingOutcome out = TimeInterleaved(ref, cand, sets, o);
     *result_.mutable_reference() = out.reference;

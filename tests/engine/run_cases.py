@@ -214,6 +214,10 @@ def samples_match(result):
 def judge(case, result):
     if not samples_match(result):
         return False
+    # An `ok` result says how it was timed: the requested pre-roll on a GPU, none on the CPU.
+    if result.get("verdict") == "ok" and \
+            result.get("timing_preroll_ms", 0) != (case.get("preroll", 0) if case.get("gpu") else 0):
+        return False
     want_verdict, want_rule = case["expect"]
     got_verdict, got_rule = result.get("verdict"), result.get("rule") or None
     exact = got_verdict == want_verdict and (want_rule is None or got_rule == want_rule)
@@ -251,6 +255,7 @@ def main():
             and not (args.skip and any(p in c["name"] for p in args.skip.split(",")))]
     for c in todo:
         c["preroll"] = c.get("preroll_ms", args.preroll_ms)
+        c["gpu"] = args.device != "cpu"
     if args.device != "cpu":
         args.jobs = 1  # one timed evaluation per GPU at a time
     log = open(args.out, "w") if args.out else None
