@@ -18,8 +18,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Never negative: the frame functions read a negative timeout as "wait for ever".
 double SecondsLeft(Clock::time_point deadline) {
-  return std::chrono::duration<double>(deadline - Clock::now()).count();
+  return std::max(0.0, std::chrono::duration<double>(deadline - Clock::now()).count());
 }
 
 std::string Tail(const std::string& s, size_t n) {
@@ -129,7 +130,9 @@ std::optional<v1::EvalResult> EvalServerClient::Evaluate(const v1::EvalRequest& 
     while (cancel && !cancel->load() && SecondsLeft(deadline) > 0) {
       pollfd p{result_fd_, POLLIN, 0};
       int ms = static_cast<int>(std::min(100.0, SecondsLeft(deadline) * 1000) + 1);
-      if (poll(&p, 1, ms) != 0) break;  // readable, hung up, or an error: ReadFrame says which
+      int ready = poll(&p, 1, ms);
+      if (ready < 0 && errno == EINTR) continue;
+      if (ready != 0) break;  // readable, hung up, or an error: ReadFrame says which
     }
     if (cancel && cancel->load()) {
       Stop(true);

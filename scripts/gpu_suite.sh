@@ -55,16 +55,18 @@ build_s=$(( $(date +%s) - start ))
 unit_line="not run"
 if (( unit )); then
   unit_passed=0 unit_failed=()
+  rm -f "$OUT"/unit_*.log
   for t in "${UNIT_TESTS[@]}"; do
-    if KFORGE_SOURCE_DIR=$PWD KFORGE_BINARY_DIR=$PWD/build-gpu "build-gpu/gpu_worker/eval/$t" \
-         > "$OUT/unit_$t.log" 2>&1; then
+    if KFORGE_SOURCE_DIR=$PWD KFORGE_BINARY_DIR=$PWD/build-gpu \
+         timeout 300 "build-gpu/gpu_worker/eval/$t" > "$OUT/unit_$t.log" 2>&1; then
       unit_passed=$((unit_passed + 1))
     else
       unit_failed+=("$t")
       grep -E "^\[  FAILED|Failure" "$OUT/unit_$t.log" | head -20
     fi
   done
-  skipped=$(cat "$OUT"/unit_*.log | grep -c "^\[  SKIPPED \] [A-Za-z]" || true)
+  # Each skipped test's own line (the summary at the end lists it again, without a time).
+  skipped=$(cat "$OUT"/unit_*.log | grep -c '^\[  SKIPPED \] .* ([0-9]* ms)$' || true)
   unit_line="$unit_passed of ${#UNIT_TESTS[@]} binaries passed (${skipped} tests skipped)"
   (( ${#unit_failed[@]} )) && unit_line+="; failed: ${unit_failed[*]}"
 elif [[ $SECTIONS == *unit* ]]; then

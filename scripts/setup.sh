@@ -63,19 +63,39 @@ install_apt_packages() {
 }
 
 # torch 2.11.0 with its CUDA 13 libraries takes 4.8 GiB installed; pip holds the downloaded
-# wheels in a temporary directory until the install ends (peak 7.3 GiB over the start, measured
-# on a clean clone here, 2026-11-30).
-VENV_NEEDS_GIB=7
+# wheels (about 2.5 GiB) in a temporary directory until the install ends: the peak was 7.3 GiB
+# over the start, measured on a clean clone here (2026-11-30, one file system).
+VENV_MIB=5600   # the venv, with margin
+WHEELS_MIB=2800 # pip's temporary downloads, with margin
 
-# Fails early, saying how much is free, when DIR's file system has less than GIB GiB free
+# Fails early, saying how much is free, when DIR's file system has less than MIB MiB free
 # (pip would otherwise stop half way with "No space left on device").
 check_free_space() {
-  local dir="$1" gib="$2" free_kib
+  local dir="$1" mib="$2" free_kib
   mkdir -p "$dir"
   free_kib="$(df -Pk "$dir" | awk 'NR == 2 { print $4 }')"
-  if (( free_kib < gib * 1024 * 1024 )); then
-    die "the python venv needs about ${gib} GiB free under $dir; only $((free_kib / 1024)) MiB are free"
+  if (( free_kib < mib * 1024 )); then
+    die "installing torch needs about ${mib} MiB free under $dir; only $((free_kib / 1024)) MiB are free"
   fi
+}
+
+# Checks room for the venv and pip's downloads before torch is installed: both on one file
+# system when the repository and the temporary directory share one.
+check_room_for_torch() {
+  local tmp="${TMPDIR:-/tmp}"
+  mkdir -p "$tmp"
+  if [[ "$(stat -c %d "$REPO")" == "$(stat -c %d "$tmp")" ]]; then
+    check_free_space "$REPO" $((VENV_MIB + WHEELS_MIB))
+  else
+    check_free_space "$REPO" "$VENV_MIB"
+    check_free_space "$tmp" "$WHEELS_MIB"
+  fi
+}
+
+torch_installed() {
+  [[ -x "$REPO/.venv/bin/python" ]] &&
+    "$REPO/.venv/bin/python" -c "import importlib.metadata as m, sys; \
+sys.exit(m.version('torch').split('+')[0] != sys.argv[1])" "$TORCH_VERSION" 2>/dev/null
 }
 
 venv_is_ready() {
@@ -102,8 +122,7 @@ install_venv() {
     rm -rf "$REPO/.venv"
     /usr/bin/python3 -m venv "$REPO/.venv"
   fi
-  check_free_space "$REPO" "$VENV_NEEDS_GIB"
-  check_free_space "${TMPDIR:-/tmp}" "$VENV_NEEDS_GIB"
+  torch_installed || check_room_for_torch
   say "python venv: installing ${PY_PACKAGES[*]} (torch is a large download)"
   # No pip cache: the downloaded wheels (about 3 GiB) would otherwise stay on disk beside the
   # installed venv (about 5 GiB) for nothing; the venv is installed once per clone.

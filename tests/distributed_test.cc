@@ -303,8 +303,9 @@ TEST(DistributedTest, DrainStopsABuildAheadAndHandsItsLeaseBack) {
   std::thread slot_client(
       [&] { slot_status = ReadBatch(*stub, slot_req, &slot_records, nullptr); });
   ASSERT_TRUE(cluster.WaitFor("SELECT state FROM evaluations", "leased"));
-  // Leased while the slot is busy: built ahead, for 300 s unless the drain stops it. Its client
-  // stops reading after a few seconds; the batch stays queued.
+  // Leased while the slot is busy: built ahead, for far longer than the drain may take (the
+  // build limit, 120 s, would stop it first) unless the drain stops it. Its client stops
+  // reading after a few seconds; the batch stays queued.
   v1::EvaluateBatchRequest ahead_req = slot_req;
   ahead_req.mutable_candidates(0)->set_source(SlowBuildCandidate(51, 300));
   std::vector<v1::EvaluationRecord> ahead_records;
@@ -317,7 +318,7 @@ TEST(DistributedTest, DrainStopsABuildAheadAndHandsItsLeaseBack) {
   ASSERT_TRUE(building) << worker->log();
   ahead_client.join();
 
-  SubprocessResult exit = worker->Terminate(120);
+  SubprocessResult exit = worker->Terminate(60);
   EXPECT_FALSE(exit.timed_out) << "the drain waited for the build ahead\n" << worker->log();
   EXPECT_EQ(exit.exit_code, 0) << exit.Describe();
   const std::string log = worker->log();

@@ -118,6 +118,7 @@ class Evaluation:
     finished_at: str = ""
     compiler_log: str = ""
     output_log: str = ""
+    timing_preroll_ms: float = 0.0  # 0: timed from an idle device (all the coordinator runs)
 
     @property
     def ok(self) -> bool:
@@ -141,7 +142,8 @@ class Evaluation:
             rule=r.rule, stage=r.stage, dialect=enum_name(eval_pb2.Dialect, r.dialect),
             device=r.device, worker_id=rec.worker_id, client_ref=rec.client_ref,
             batch_id=rec.batch_id, attempts=rec.attempts, finished_at=rec.finished_at,
-            compiler_log=r.compiler_log, output_log=r.output_log)
+            compiler_log=r.compiler_log, output_log=r.output_log,
+            timing_preroll_ms=r.timing_preroll_ms)
 
 
 @dataclass(frozen=True)

@@ -17,12 +17,14 @@ and prints, per metric, the spread over rounds of the long/short ratio of median
 timing_probe.py does for whole schemes. If `lat` carries the noise and `pre + span` is steady,
 an engine measuring `pre + span` from CUPTI activity records would be both honest (host work
 and all streams counted) and steady. Also compares waiting on the host by blocking
-(`--wait sync`) against spinning on the end event (`--wait poll`), and can run with the
-garbage collector off (`--no-gc`). Standard library and torch only.
+(`--wait sync`, the default) against spinning on the end event (`--wait poll`: every query
+is a profiled API call, so keep its rounds short), and can run with the garbage collector off
+(`--no-gc`). Standard library and torch only.
 
   span_probe.py [--seconds 60] [--round 2] [--wait sync|poll|both] [--no-gc] [--json OUT]
 """
 import argparse
+import bisect
 import gc
 import json
 import os
@@ -47,14 +49,16 @@ def split_samples(trace, names):
     for e in ev:
         if e.get("cat") in GPU_CATS and "correlation" in e.get("args", {}):
             gpu.setdefault(e["args"]["correlation"], []).append(e)
-    apis = sorted((e for e in ev if e.get("cat") in API_CATS), key=lambda e: e["ts"])
+    # Only the API calls that put work on the GPU (launches, copies, memsets), in time order.
+    apis = sorted((e for e in ev if e.get("cat") in API_CATS and
+                   e.get("args", {}).get("correlation") in gpu), key=lambda e: e["ts"])
+    starts = [e["ts"] for e in apis]
     out = {}
     for a in ev:
         if a.get("cat") != "user_annotation" or a.get("name") not in names:
             continue
         t0, t1 = a["ts"], a["ts"] + a["dur"]
-        calls = [e for e in apis if t0 <= e["ts"] <= t1 and
-                 e.get("args", {}).get("correlation") in gpu]
+        calls = apis[bisect.bisect_left(starts, t0):bisect.bisect_right(starts, t1)]
         if not calls:
             continue
         work = [g for c in calls for g in gpu[c["args"]["correlation"]]]
@@ -115,7 +119,9 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--seconds", type=float, default=60)
     p.add_argument("--round", type=float, default=2)
-    p.add_argument("--wait", default="both", choices=("sync", "poll", "both"))
+    # poll: CUPTI records every cudaEventQuery of the spin (thousands per long sample), so the
+    # traces grow large and the profiler itself weighs on the spin; use short rounds.
+    p.add_argument("--wait", default="sync", choices=("sync", "poll", "both"))
     p.add_argument("--no-gc", action="store_true")
     p.add_argument("--json", default="")
     args = p.parse_args()
