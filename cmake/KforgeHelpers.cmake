@@ -1,7 +1,11 @@
 # Helpers that give every unit one target, project warnings, and tests beside the code.
 
 # Warnings for project code only (generated protobuf code is compiled without them).
-set(KFORGE_WARNINGS -Wall -Wextra -Werror -Wno-unused-parameter)
+set(KFORGE_WARNINGS -Wall -Wextra)
+if(KFORGE_WERROR)
+  list(APPEND KFORGE_WARNINGS -Werror)
+endif()
+list(APPEND KFORGE_WARNINGS -Wno-unused-parameter)
 
 # kforge_cc_library(NAME name SRCS ... DEPS ... [HDRS ...])
 # Defines target kforge_<name> and alias kforge::<name>.
