@@ -40,6 +40,30 @@ std::string SlowCandidate(int i) {
   return ReadSourceFile("tests/distributed/slow_relu.py") + "\n# variant " + std::to_string(i) + "\n";
 }
 
+// `text` with the first `from` replaced by `to` (unchanged when `from` is absent).
+std::string Replace(std::string text, const std::string& from, const std::string& to) {
+  size_t at = text.find(from);
+  if (at != std::string::npos) text.replace(at, from.size(), to);
+  return text;
+}
+
+// A candidate like SlowCandidate whose construction (its build) takes `seconds`.
+std::string SlowBuildCandidate(int i, int seconds) {
+  return Replace(SlowCandidate(i), "time.sleep(3)", "time.sleep(" + std::to_string(seconds) + ")");
+}
+
+// A candidate like SlowCandidate that builds at once but whose first five calls (the
+// correctness trials) take 1 s each, so that its evaluation on a slot far outlasts its build
+// ahead, which never calls it.
+std::string SlowForwardCandidate(int i) {
+  return Replace(Replace(SlowCandidate(i), "time.sleep(3)", "self.calls = 0"),
+                 "return torch.clamp_min(x, 0)",
+                 "self.calls += 1\n"
+                 "        if self.calls <= 5:\n"
+                 "            time.sleep(1)\n"
+                 "        return torch.clamp_min(x, 0)");
+}
+
 // Reads a whole EvaluateBatch stream. `batch_id` gets the id from the initial metadata.
 grpc::Status ReadBatch(v1::JobService::Stub& stub, const v1::EvaluateBatchRequest& req,
                        std::vector<v1::EvaluationRecord>* out, std::string* batch_id,
@@ -224,6 +248,10 @@ TEST(DistributedTest, DatabaseRestartMidRunLosesNothing) {
   for (const auto& r : all) EXPECT_EQ(r.result().verdict(), v1::VERDICT_OK) << r.result().reason();
 }
 
+// The slot's evaluations (6 s each) far outlast the builds ahead (under 1 s once the builder's
+// fork server runs), so the compile error, leased when the slot finishes the first evaluation
+// or later, is always built before the slot is free to take it. (With candidates whose build
+// and evaluation took about as long, CI once saw the slot take it first.)
 TEST(DistributedTest, WorkerBuildsTheNextLeaseWhileItsSlotRunsAndCompileErrorsNeverReachASlot) {
   Cluster cluster("dist_build_ahead");
   ServiceProcess* worker = cluster.StartWorker("cpu", 1, {"--prefetch=1"});
@@ -231,7 +259,7 @@ TEST(DistributedTest, WorkerBuildsTheNextLeaseWhileItsSlotRunsAndCompileErrorsNe
   std::string task = cluster.SubmitTask("examples/tasks/tiny/tiny_relu.py");
   v1::EvaluateBatchRequest req;
   req.set_task_id(task);
-  for (int i = 0; i < 3; ++i) req.add_candidates()->set_source(SlowCandidate(20 + i));
+  for (int i = 0; i < 3; ++i) req.add_candidates()->set_source(SlowForwardCandidate(20 + i));
   req.add_candidates()->set_source(ReadSourceFile("tests/engine/candidates/nvrtc_compile_error.py"));
   req.add_gpu_types("cpu");
   std::vector<v1::EvaluationRecord> records;
@@ -274,17 +302,6 @@ TEST(DistributedTest, WorkerBuildsTheNextLeaseWhileItsSlotRunsAndCompileErrorsNe
   EXPECT_EQ(started.count(compile_error_lease), 0u);
   EXPECT_GE(built_while_running.size(), 2u) << worker->log();
   EXPECT_GE(started_built.size(), 1u) << worker->log();
-}
-
-// A candidate like SlowCandidate whose construction (its build) takes `seconds`.
-std::string SlowBuildCandidate(int i, int seconds) {
-  std::string src = SlowCandidate(i);
-  const std::string sleep = "time.sleep(3)";
-  size_t at = src.find(sleep);
-  if (at != std::string::npos) {
-    src.replace(at, sleep.size(), "time.sleep(" + std::to_string(seconds) + ")");
-  }
-  return src;
 }
 
 TEST(DistributedTest, DrainStopsABuildAheadAndHandsItsLeaseBack) {
