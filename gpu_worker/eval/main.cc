@@ -9,6 +9,8 @@
 //   kforge-eval --serve stdio|FIFO_DIR [--answer pb|json] [--cache-dir DIR]  (fork server)
 //
 // Exit status: 0 whenever a verdict was produced (whatever it is), 2 for bad usage.
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -100,6 +102,22 @@ int main(int argc, char** argv) {
     bool known = false;
     for (const char* n : kKnown) known |= k == n;
     if (!known) return Usage("unknown flag --" + k);
+  }
+  // The numeric flags must be whole numbers (the seed, counts) or finite decimals, not "abc"
+  // silently read as 0 (the default).
+  static const char* kNumeric[] = {"seed", "trials", "atol", "rtol", "min-samples",
+                                   "max-rel-stderr", "preroll-ms", "build-timeout",
+                                   "correctness-timeout", "timing-timeout", "per-task-cap"};
+  for (const char* n : kNumeric) {
+    auto it = flags.find(n);
+    if (it == flags.end()) continue;
+    const char* s = it->second.c_str();
+    char* end = nullptr;
+    errno = 0;
+    double v = std::strtod(s, &end);
+    if (end == s || *end != '\0' || errno == ERANGE || !std::isfinite(v)) {
+      return Usage("flag --" + std::string(n) + " needs a number, not '" + it->second + "'");
+    }
   }
   auto num = [&](const char* name, double def) {
     auto it = flags.find(name);
