@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "common/pg.h"
 #include "common/result_json.h"
 #include "grpcpp/grpcpp.h"
@@ -40,28 +41,22 @@ std::string SlowCandidate(int i) {
   return ReadSourceFile("tests/distributed/slow_relu.py") + "\n# variant " + std::to_string(i) + "\n";
 }
 
-// `text` with the first `from` replaced by `to` (unchanged when `from` is absent).
-std::string Replace(std::string text, const std::string& from, const std::string& to) {
-  size_t at = text.find(from);
-  if (at != std::string::npos) text.replace(at, from.size(), to);
-  return text;
-}
-
 // A candidate like SlowCandidate whose construction (its build) takes `seconds`.
 std::string SlowBuildCandidate(int i, int seconds) {
-  return Replace(SlowCandidate(i), "time.sleep(3)", "time.sleep(" + std::to_string(seconds) + ")");
+  return absl::StrReplaceAll(SlowCandidate(i),
+                             {{"time.sleep(3)", absl::StrCat("time.sleep(", seconds, ")")}});
 }
 
 // A candidate like SlowCandidate that builds at once but whose first five calls (the
 // correctness trials) take 1 s each, so that its evaluation on a slot far outlasts its build
 // ahead, which never calls it.
 std::string SlowForwardCandidate(int i) {
-  return Replace(Replace(SlowCandidate(i), "time.sleep(3)", "self.calls = 0"),
-                 "return torch.clamp_min(x, 0)",
-                 "self.calls += 1\n"
-                 "        if self.calls <= 5:\n"
-                 "            time.sleep(1)\n"
-                 "        return torch.clamp_min(x, 0)");
+  return absl::StrReplaceAll(SlowCandidate(i), {{"time.sleep(3)", "self.calls = 0"},
+                                                 {"return torch.clamp_min(x, 0)",
+                                                  "self.calls += 1\n"
+                                                  "        if self.calls <= 5:\n"
+                                                  "            time.sleep(1)\n"
+                                                  "        return torch.clamp_min(x, 0)"}});
 }
 
 // Reads a whole EvaluateBatch stream. `batch_id` gets the id from the initial metadata.

@@ -63,6 +63,15 @@ v1::Job GetJob(Cluster& cluster, const std::string& job_id) {
   return job;
 }
 
+// Watches the job to its end, which must be success, and reads it back into *job.
+void WatchToSuccess(Cluster& cluster, const std::string& job_id, v1::Job* job) {
+  std::vector<v1::JobEvent> events = Watch(cluster, job_id, 600);
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back().finished(), v1::JOB_STATE_SUCCEEDED);
+  *job = GetJob(cluster, job_id);
+  EXPECT_EQ(job->state(), v1::JOB_STATE_SUCCEEDED) << job->error();
+}
+
 std::string Count(Cluster& cluster, const std::string& sql) { return cluster.Query(sql).Get(0, 0); }
 
 // Nothing measured twice, no LLM call made twice: one evaluation per candidate and GPU type,
@@ -221,11 +230,8 @@ TEST(JobsTest, IslandsJobKeepsItsIslandsInTheJobState) {
   (*req.mutable_strategy_params())["migration_interval"] = "2";
   std::string job_id = Submit(cluster, req);
   ASSERT_FALSE(job_id.empty());
-  std::vector<v1::JobEvent> events = Watch(cluster, job_id, 600);
-  ASSERT_FALSE(events.empty());
-  EXPECT_EQ(events.back().finished(), v1::JOB_STATE_SUCCEEDED);
-  v1::Job job = GetJob(cluster, job_id);
-  EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error();
+  v1::Job job;
+  ASSERT_NO_FATAL_FAILURE(WatchToSuccess(cluster, job_id, &job));
   EXPECT_EQ(job.rounds_done(), 2u);
   EXPECT_GT(job.candidates_generated(), 0u);
   // Two islands, each holding the seed and its own products; one migration, at round 2. The
@@ -253,11 +259,8 @@ TEST(JobsTest, IdeaBranchingJobAsksForIdeasThenImplementsThem) {
   (*req.mutable_strategy_params())["ideas_per_round"] = "2";
   (*req.mutable_strategy_params())["implementations_per_idea"] = "1";
   std::string job_id = Submit(cluster, req);
-  std::vector<v1::JobEvent> events = Watch(cluster, job_id, 600);
-  ASSERT_FALSE(events.empty());
-  EXPECT_EQ(events.back().finished(), v1::JOB_STATE_SUCCEEDED);
-  v1::Job job = GetJob(cluster, job_id);
-  EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error();
+  v1::Job job;
+  ASSERT_NO_FATAL_FAILURE(WatchToSuccess(cluster, job_id, &job));
   EXPECT_EQ(job.strategy(), "idea_branching");
   // Each round: one ideas step, then one generate step per idea.
   EXPECT_EQ(Count(cluster, "SELECT count(*) FROM job_steps WHERE kind = 'ideas' AND job_id = '" +
@@ -357,11 +360,8 @@ TEST(JobsTest, CoordinatorKilledMidJobResumesFromPostgresWithoutRepeatingWork) {
   std::this_thread::sleep_for(std::chrono::seconds(1));
   cluster.StartCoordinator();
 
-  std::vector<v1::JobEvent> events = Watch(cluster, job_id, 600);
-  ASSERT_FALSE(events.empty());
-  EXPECT_EQ(events.back().finished(), v1::JOB_STATE_SUCCEEDED);
-  v1::Job job = GetJob(cluster, job_id);
-  EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error();
+  v1::Job job;
+  ASSERT_NO_FATAL_FAILURE(WatchToSuccess(cluster, job_id, &job));
   EXPECT_EQ(job.rounds_done(), 3u);
   EXPECT_EQ(job.candidates_evaluated(), job.candidates_generated() + 1);
   ExpectNothingTwice(cluster, job_id);

@@ -3,9 +3,9 @@
 //   kforge-eval --task TASK.py --candidate FILE [--dialect kernelbench|nvrtc|cpp]
 //               [--device cuda[:N]|cpu] [--arch sm_XX] [--seed N] [--json OUT]
 //               [--trials N] [--atol X] [--rtol X] [--min-samples N] [--max-rel-stderr X]
-//               [--preroll-ms X] [--build-timeout S] [--correctness-timeout S] [--timing-timeout S]
-//               [--cache-dir DIR] [--request REQ.pb] [--result-pb OUT.pb] [--build-only]
-//               [--keep-samples]
+//               [--preroll-ms X] [--build-timeout S] [--correctness-timeout S]
+//               [--timing-timeout S] [--cache-dir DIR] [--request REQ.pb] [--result-pb OUT.pb]
+//               [--build-only] [--keep-samples]
 //   kforge-eval --serve stdio|FIFO_DIR [--answer pb|json] [--cache-dir DIR]  (fork server)
 //
 // Exit status: 0 whenever a verdict was produced (whatever it is), 2 for bad usage.
@@ -92,31 +92,26 @@ int main(int argc, char** argv) {
       return Usage("flag " + a + " needs a value");
     }
   }
-  static const char* kKnown[] = {"task", "candidate", "dialect", "device", "arch", "seed",
-                                 "json", "trials", "atol", "rtol", "min-samples",
-                                 "max-rel-stderr", "preroll-ms", "build-timeout",
-                                 "correctness-timeout",
-                                 "timing-timeout", "cache-dir", "request", "result-pb",
-                                 "baseline", "per-task-cap", "serve", "answer"};
-  for (const auto& [k, v] : flags) {
-    bool known = false;
-    for (const char* n : kKnown) known |= k == n;
-    if (!known) return Usage("unknown flag --" + k);
-  }
-  // The numeric flags must be whole numbers (the seed, counts) or finite decimals, not "abc"
+  // Every flag that takes a value, and whether the value must be a number: finite, not "abc"
   // silently read as 0 (the default).
-  static const char* kNumeric[] = {"seed", "trials", "atol", "rtol", "min-samples",
-                                   "max-rel-stderr", "preroll-ms", "build-timeout",
-                                   "correctness-timeout", "timing-timeout", "per-task-cap"};
-  for (const char* n : kNumeric) {
-    auto it = flags.find(n);
-    if (it == flags.end()) continue;
-    const char* s = it->second.c_str();
+  static const std::map<std::string, bool> kValueFlags = {
+      {"task", false},          {"candidate", false},     {"dialect", false},
+      {"device", false},        {"arch", false},          {"seed", true},
+      {"json", false},          {"trials", true},         {"atol", true},
+      {"rtol", true},           {"min-samples", true},    {"max-rel-stderr", true},
+      {"preroll-ms", true},     {"build-timeout", true},  {"correctness-timeout", true},
+      {"timing-timeout", true}, {"cache-dir", false},     {"request", false},
+      {"result-pb", false},     {"baseline", false},      {"per-task-cap", true},
+      {"serve", false},         {"answer", false}};
+  for (const auto& [k, v] : flags) {
+    auto known = kValueFlags.find(k);
+    if (known == kValueFlags.end()) return Usage("unknown flag --" + k);
+    if (!known->second) continue;
     char* end = nullptr;
     errno = 0;
-    double v = std::strtod(s, &end);
-    if (end == s || *end != '\0' || errno == ERANGE || !std::isfinite(v)) {
-      return Usage("flag --" + std::string(n) + " needs a number, not '" + it->second + "'");
+    double x = std::strtod(v.c_str(), &end);
+    if (end == v.c_str() || *end != '\0' || errno == ERANGE || !std::isfinite(x)) {
+      return Usage("flag --" + k + " needs a number, not '" + v + "'");
     }
   }
   auto num = [&](const char* name, double def) {

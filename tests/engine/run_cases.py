@@ -169,9 +169,9 @@ def run_served(case, args):
         return server.evaluate(
             task_source=open(case["task"]).read(),
             candidate_source=open(case["candidate"]).read(),
-            device=case.get("device", args.device), task_name=case["task"],
+            device=case["device"], task_name=case["task"],
             correctness_s=args.correctness_timeout, timing_s=args.timing_timeout,
-            keep_samples=True, preroll_ms=case.get("preroll_ms", args.preroll_ms))
+            keep_samples=True, preroll_ms=case["preroll_ms"])
     except (EOFError, BrokenPipeError) as e:
         _local.server = None
         return dict(verdict="<no result>", reason=f"fork server: {e}", rule="")
@@ -183,10 +183,10 @@ def run(case, args):
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "result.json")
         cmd = [args.eval, "--task", case["task"], "--candidate", case["candidate"],
-               "--device", case.get("device", args.device), "--json", out,
+               "--device", case["device"], "--json", out,
                "--correctness-timeout", str(args.correctness_timeout),
                "--timing-timeout", str(args.timing_timeout), "--keep-samples",
-               "--preroll-ms", str(case.get("preroll_ms", args.preroll_ms))]
+               "--preroll-ms", str(case["preroll_ms"])]
         if args.cache_dir:
             cmd += ["--cache-dir", args.cache_dir]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
@@ -215,15 +215,15 @@ def judge(case, result):
     if not samples_match(result):
         return False
     # An `ok` result says how it was timed: the requested pre-roll on a GPU, none on the CPU.
-    if result.get("verdict") == "ok" and \
-            result.get("timing_preroll_ms", 0) != (case.get("preroll", 0) if case.get("gpu") else 0):
+    timed_with = case["preroll_ms"] if case["device"] != "cpu" else 0
+    if result.get("verdict") == "ok" and result.get("timing_preroll_ms", 0) != timed_with:
         return False
     want_verdict, want_rule = case["expect"]
     got_verdict, got_rule = result.get("verdict"), result.get("rule") or None
     exact = got_verdict == want_verdict and (want_rule is None or got_rule == want_rule)
     if case["strict"]:
         min_ms = case.get("min_cand_ms")
-        if case.get("min_cand_drained_only") and case.get("preroll", 0) > 0:
+        if case.get("min_cand_drained_only") and case["preroll_ms"] > 0:
             min_ms = None  # a known limit of the pre-roll (docs/decisions.md)
         if exact and got_verdict == "ok" and min_ms is not None:
             return result.get("candidate", {}).get("median_ms", 0) >= min_ms
@@ -253,9 +253,9 @@ def main():
     todo = [c for c in cases(args.device)
             if any(p in c["name"] for p in patterns)
             and not (args.skip and any(p in c["name"] for p in args.skip.split(",")))]
-    for c in todo:
-        c["preroll"] = c.get("preroll_ms", args.preroll_ms)
-        c["gpu"] = args.device != "cpu"
+    for c in todo:  # what a case does not set itself, the command line does
+        c.setdefault("device", args.device)
+        c.setdefault("preroll_ms", args.preroll_ms)
     if args.device != "cpu":
         args.jobs = 1  # one timed evaluation per GPU at a time
     log = open(args.out, "w") if args.out else None
