@@ -2,7 +2,10 @@
 // (OpenEvolve / AlphaEvolve).
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "common/status_macros.h"
@@ -131,7 +134,8 @@ class IdeaBranching : public Strategy {
 // prompt draws its exemplars (as contrastive does) from one island only, and what it produces
 // joins that island, so an early lucky kernel cannot take over every lineage. Every
 // `migration_interval` rounds, each island's best `migrants` correct members that the next
-// island lacks join it (a ring). The seeds start on every island. The gateway uses the contrastive template.
+// island lacks join it (a ring). The seeds start on every island. The gateway uses the
+// contrastive template.
 //   islands (4), prompts_per_island (1), candidates_per_prompt (2), exemplars (3),
 //   temperature (0.5), migration_interval (3), migrants (1)
 // State: "islands" (per island, its members' candidate ids), "migrations" (rounds migrated).
@@ -206,28 +210,48 @@ class Islands : public Strategy {
   }
 };
 
-const std::set<std::string>& KnownParams(const std::string& strategy) {
-  static const std::set<std::string> contrastive = {"prompts_per_round", "candidates_per_prompt",
-                                                    "exemplars", "temperature"};
-  static const std::set<std::string> ideas = {"ideas_per_round", "implementations_per_idea",
-                                              "bank_size"};
-  static const std::set<std::string> islands = {
-      "islands",     "prompts_per_island", "candidates_per_prompt", "exemplars",
-      "temperature", "migration_interval", "migrants"};
-  if (strategy == "contrastive") return contrastive;
-  return strategy == "islands" ? islands : ideas;
+// Every strategy: its name, its parameters, and how to make one.
+struct Kind {
+  const char* name;
+  std::set<std::string> params;
+  std::unique_ptr<Strategy> (*make)();
+};
+
+template <typename S>
+std::unique_ptr<Strategy> Make() {
+  return std::make_unique<S>();
+}
+
+const std::vector<Kind>& Kinds() {
+  static const auto* kinds = new std::vector<Kind>{
+      {"contrastive",
+       {"prompts_per_round", "candidates_per_prompt", "exemplars", "temperature"},
+       Make<Contrastive>},
+      {"idea_branching", {"ideas_per_round", "implementations_per_idea", "bank_size"},
+       Make<IdeaBranching>},
+      {"islands",
+       {"islands", "prompts_per_island", "candidates_per_prompt", "exemplars", "temperature",
+        "migration_interval", "migrants"},
+       Make<Islands>},
+  };
+  return *kinds;
 }
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Strategy>> MakeStrategy(const JobSpec& spec) {
   const std::string& name = spec.strategy;
-  if (name != "contrastive" && name != "idea_branching" && name != "islands") {
-    return absl::InvalidArgumentError("unknown strategy '" + name +
-                                      "' (known: contrastive, idea_branching, islands)");
+  const Kind* kind = nullptr;
+  std::string known;
+  for (const Kind& k : Kinds()) {
+    if (name == k.name) kind = &k;
+    known += (known.empty() ? "" : ", ") + std::string(k.name);
+  }
+  if (!kind) {
+    return absl::InvalidArgumentError("unknown strategy '" + name + "' (known: " + known + ")");
   }
   for (const auto& [key, value] : spec.params) {
-    if (!KnownParams(name).count(key)) {
+    if (!kind->params.count(key)) {
       return absl::InvalidArgumentError("strategy " + name + " has no parameter '" + key + "'");
     }
     double v = 0;
@@ -238,9 +262,7 @@ absl::StatusOr<std::unique_ptr<Strategy>> MakeStrategy(const JobSpec& spec) {
                                                  : "a positive number"));
     }
   }
-  if (name == "contrastive") return std::unique_ptr<Strategy>(new Contrastive());
-  if (name == "islands") return std::unique_ptr<Strategy>(new Islands());
-  return std::unique_ptr<Strategy>(new IdeaBranching());
+  return kind->make();
 }
 
 }  // namespace kforge::search
