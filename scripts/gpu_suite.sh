@@ -110,17 +110,19 @@ def f(x):
     return "-" if x is None else f"{x:.3f}"
 for sec in ("stages", "served"):
     for r in b.get(sec, []):
-        pre = f" preroll={r['preroll_ms']}" if "preroll_ms" in r else ""
-        print(f"{sec:6s} {r['task']:28s} {r['phase']:6s}{pre} {r['verdict']:10s} "
+        tv = f" {r['timing']}/{r.get('clock')}" if "timing" in r else ""
+        fb = r.get("event_fallbacks") or [0, 0]
+        fb = f" fallbacks={fb[0]}/{fb[1]}" if any(fb) else ""
+        print(f"{sec:6s} {r['task']:28s} {r['phase']:6s}{tv} {r['verdict']:10s} "
               f"x{f(r['speedup'])} "
               f"wall={f(r['wall_s'])} start={f(r['startup_s'])} dev={f(r.get('device_s'))} "
               f"load={f(r['load_task_s'])} build={f(r['build_s'])} corr={f(r['correctness_s'])} "
-              f"time={f(r['timing_s'])} n={r['samples']}")
+              f"time={f(r['timing_s'])} n={r['samples']}{fb}")
 print("evals/GPU-hour (cached, process each):", b.get("evals_per_gpu_hour_cached"))
 print("evals/GPU-hour (cached, fork server):", b.get("evals_per_gpu_hour_served"),
       "first answer incl. server start:", b.get("served_first_answer_s"))
 for r in b.get("repeat", []):
-    print(f"repeat {r['task']} preroll={r.get('preroll_ms', 0)}: median speedup "
+    print(f"repeat {r['task']} timing={r.get('timing')}: median speedup "
           f"{r['median_speedup']} spread {r['spread_pct']} % "
           f"over {r['ok']}/{r['runs']}, wall {min(r['wall_s'], default=0):.2f}-"
           f"{max(r['wall_s'], default=0):.2f} s, samples {r['samples']}")

@@ -91,9 +91,9 @@ int RunBaseline(const BaselineOptions& o) {
       char buf[256];
       std::snprintf(buf, sizeof buf,
                     ",\"ok\":true,\"median_ms\":%.6f,\"mean_ms\":%.6f,\"min_ms\":%.6f,"
-                    "\"std_ms\":%.6f,\"n\":%u",
+                    "\"std_ms\":%.6f,\"n\":%u,\"clock\":\"%s\"",
                     r.reference.median_ms(), r.reference.mean_ms(), r.reference.min_ms(),
-                    r.reference.std_ms(), r.reference.n());
+                    r.reference.std_ms(), r.reference.n(), TimingClockName(r.clock));
       line += buf;
     } catch (const py::error_already_set& e) {
       line += ",\"ok\":false,\"error\":";

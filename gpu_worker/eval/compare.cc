@@ -239,6 +239,9 @@ Comparison CompareOutputs(const std::vector<at::Tensor>& ref, const std::vector<
       return fail(i, std::string("dtype ") + c10::toString(k.scalar_type()) + ", expected " +
                          c10::toString(r.scalar_type()));
     }
+    if (r.device() != k.device()) {
+      return fail(i, "is on " + k.device().str() + ", expected " + r.device().str());
+    }
     if (r.numel() == 0) continue;
     CompareAcc st = Compare(r, k, tol);
     if (st.nonfinite > 0) {

@@ -104,6 +104,10 @@ TEST(CompareTest, ShapeAndDtypeMismatchesAreNamed) {
             "output 0: shape [3, 2], expected [2, 3]");
   EXPECT_EQ(Compare(at::zeros({2}), at::zeros({2}, at::kDouble)).reason,
             "output 0: dtype Double, expected Float");
+  // An output on another device than the reference's (a host tensor for a GPU task, say: the
+  // timing stage counts only GPU work) is named too.
+  EXPECT_EQ(Compare(at::zeros({2}), at::empty({2}, at::TensorOptions().device(at::kMeta))).reason,
+            "output 0: is on meta, expected cpu");
 }
 
 TEST(CompareTest, KernelSourceCompilesWithNvrtc) {

@@ -35,6 +35,8 @@ const std::vector<CppRule>& HostRules() {
        std::regex(R"(\bstd\s*::\s*(thread|jthread|async)\b|\bpthread_\w+|(?:^|[^\w.:]|[^\w]::)(fork|vfork|clone|clone3|posix_spawnp?|exec[lv]p?e?|system|popen|daemon|kill|raise)\s*\()")},
       {"forbidden_call", "loads code or calls the system directly",
        std::regex(R"((?:^|[^\w.:]|[^\w]::)(dlopen|dlsym|dlmopen|syscall|ptrace|mmap|mprotect|prctl|setrlimit|signal|sigaction|atexit|exit|_exit|quick_exit|abort)\s*\()")},
+      {"forbidden_call", "calls the profiling interface the timer's activity clock uses",
+       std::regex(R"(\b(cupti\w*|CUpti_\w*|nvtx\w*)\b)")},
       {"forbidden_call", "uses inline assembly in host code",
        std::regex(R"(\b(asm|__asm__|__asm)\b)")},
       {"forbidden_call", "reads or writes files, the environment or the network",

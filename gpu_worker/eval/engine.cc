@@ -38,10 +38,19 @@ std::string FormatMs(double ms) {
   return s.str();
 }
 
-void KeepSamples(const std::vector<double>& event_ms, const std::vector<double>& tail_ms,
-                 int sets, v1::TimingStats* stats) {
-  stats->mutable_samples_ms()->Add(event_ms.begin(), event_ms.end());
-  stats->mutable_tail_samples_ms()->Add(tail_ms.begin(), tail_ms.end());
+void KeepSamples(const ProgramSamples& p, TimingClock clock, int sets, v1::TimingStats* stats) {
+  auto add = [](const std::vector<double>& v, google::protobuf::RepeatedField<double>* to) {
+    to->Add(v.begin(), v.end());
+  };
+  add(p.ms, stats->mutable_samples_ms());
+  add(p.tail_ms, stats->mutable_tail_samples_ms());
+  if (clock == TimingClock::kActivity) {
+    add(p.event_ms, stats->mutable_event_samples_ms());
+    add(p.pre_ms, stats->mutable_pre_samples_ms());
+    add(p.lat_ms, stats->mutable_lat_samples_ms());
+    add(p.span_ms, stats->mutable_span_samples_ms());
+    add(p.host_ms, stats->mutable_host_samples_ms());
+  }
   stats->set_input_sets(static_cast<uint32_t>(sets));
 }
 
@@ -206,6 +215,13 @@ class Evaluation {
                          " ms, not " + FormatMs(req_.timing_preroll_ms()),
                      "bad_request"};
     }
+    const std::string& clock = req_.timing_clock();
+    if (!clock.empty() && clock != "activity" && clock != "events") {
+      return Verdict{v1::VERDICT_RUNTIME_ERROR,
+                     "timing_clock must be \"activity\" or \"events\", not \"" + clock + "\"",
+                     "bad_request"};
+    }
+
     if (d == "cpu") {
       target_.cuda = false;
     } else if (d.rfind("cuda", 0) == 0) {
@@ -598,13 +614,17 @@ class Evaluation {
     if (req_.max_rel_stderr() > 0) o.max_rel_stderr = req_.max_rel_stderr();
     o.preroll_ms = o.cuda ? req_.timing_preroll_ms() : 0;
     result_.set_timing_preroll_ms(o.preroll_ms);
+    o.clock = req_.timing_clock() == "events" ? TimingClock::kEvents : TimingClock::kActivity;
+    o.require_clock = req_.timing_clock() == "activity";
     o.time_cap_s = ctx_.timing_budget_s;
     TimingOutcome out = TimeInterleaved(ref, cand, sets, o);
     *result_.mutable_reference() = out.reference;
     *result_.mutable_candidate() = out.candidate;
+    result_.set_timing_clock(TimingClockName(out.clock));
+    result_.set_timing_clock_note(out.clock_note);
     if (req_.keep_samples()) {
-      KeepSamples(out.ref_event_ms, out.ref_tail_ms, sets, result_.mutable_reference());
-      KeepSamples(out.cand_event_ms, out.cand_tail_ms, sets, result_.mutable_candidate());
+      KeepSamples(out.ref, out.clock, sets, result_.mutable_reference());
+      KeepSamples(out.cand, out.clock, sets, result_.mutable_candidate());
     }
     if (out.hidden_work) {
       return Verdict{v1::VERDICT_REJECTED, "side_stream: " + out.hidden_work_detail, "side_stream"};

@@ -3,7 +3,8 @@
 //   kforge-eval --task TASK.py --candidate FILE [--dialect kernelbench|nvrtc|cpp]
 //               [--device cuda[:N]|cpu] [--arch sm_XX] [--seed N] [--json OUT]
 //               [--trials N] [--atol X] [--rtol X] [--min-samples N] [--max-rel-stderr X]
-//               [--preroll-ms X] [--build-timeout S] [--correctness-timeout S]
+//               [--preroll-ms X] [--timing-clock activity|events]
+//               [--build-timeout S] [--correctness-timeout S]
 //               [--timing-timeout S] [--cache-dir DIR] [--request REQ.pb] [--result-pb OUT.pb]
 //               [--build-only] [--keep-samples]
 //   kforge-eval --serve stdio|FIFO_DIR [--answer pb|json] [--cache-dir DIR]  (fork server)
@@ -33,7 +34,8 @@ constexpr char kUsage[] =
     "usage: kforge-eval --task TASK.py --candidate FILE [--dialect kernelbench|nvrtc|cpp]\n"
     "                   [--device cuda[:N]|cpu] [--arch sm_XX] [--seed N] [--json OUT]\n"
     "                   [--trials N] [--atol X] [--rtol X] [--min-samples N]\n"
-    "                   [--max-rel-stderr X] [--preroll-ms X] [--build-timeout S]\n"
+    "                   [--max-rel-stderr X] [--preroll-ms X]\n"
+    "                   [--timing-clock activity|events] [--build-timeout S]\n"
     "                   [--correctness-timeout S] [--timing-timeout S] [--cache-dir DIR]\n"
     "                   [--build-only] [--keep-samples]\n"
     "       kforge-eval --request REQ.pb|- [--result-pb OUT.pb] [--json OUT] [--cache-dir DIR]\n"
@@ -102,7 +104,7 @@ int main(int argc, char** argv) {
       {"preroll-ms", true},     {"build-timeout", true},  {"correctness-timeout", true},
       {"timing-timeout", true}, {"cache-dir", false},     {"request", false},
       {"result-pb", false},     {"baseline", false},      {"per-task-cap", true},
-      {"serve", false},         {"answer", false}};
+      {"serve", false},         {"answer", false},        {"timing-clock", false}};
   for (const auto& [k, v] : flags) {
     auto known = kValueFlags.find(k);
     if (known == kValueFlags.end()) return Usage("unknown flag --" + k);
@@ -177,6 +179,7 @@ int main(int argc, char** argv) {
     req.set_min_samples(static_cast<uint32_t>(num("min-samples", 0)));
     req.set_max_rel_stderr(num("max-rel-stderr", 0));
     req.set_timing_preroll_ms(num("preroll-ms", 0));
+    req.set_timing_clock(flags["timing-clock"]);  // checked by the engine (bad_request)
     req.mutable_limits()->set_build_s(num("build-timeout", 0));
     req.mutable_limits()->set_correctness_s(num("correctness-timeout", 0));
     req.mutable_limits()->set_timing_s(num("timing-timeout", 0));

@@ -57,6 +57,8 @@ TEST(StaticChecksTest, EachRuleFiresWithItsLine) {
       {"torch.backends.cuda.matmul.allow_tf32 = True", "global_switch"},
       {"torch.set_float32_matmul_precision('medium')", "global_switch"},
       {"s = torch.cuda.Stream()", "side_stream"},
+      {"with torch.profiler.profile() as p: pass", "forbidden_call"},
+      {"from torch.autograd import profiler", "forbidden_call"},
       {"try:", "try_except"},
   };
   for (const Case& c : cases) {
@@ -159,6 +161,10 @@ TEST(StaticChecksTest, CppHostCodeRules) {
   EXPECT_EQ(CheckCandidateSource(CppWithKernels("std::thread t([] {});"), v1::DIALECT_CPP).rule,
             "forbidden_call");
   EXPECT_EQ(CheckCandidateSource(CppWithKernels("auto s = ::getenv(\"X\");"), v1::DIALECT_CPP)
+                .rule,
+            "forbidden_call");
+  EXPECT_EQ(CheckCandidateSource(CppWithKernels("extern \"C\" int cuptiActivityDisable(int);"),
+                                 v1::DIALECT_CPP)
                 .rule,
             "forbidden_call");
   EXPECT_FALSE(CheckCandidateSource(CppWithKernels("std::vector<int> v; v.erase(std::remove("

@@ -10,6 +10,7 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "gpu_worker/eval/activity_trace.h"
 #include "gpu_worker/eval/cuda_driver.h"
 #include "gpu_worker/eval/preroll_fatbin.h"
 
@@ -37,7 +38,24 @@ double Median(std::vector<double> v) {
   return MedianOfSorted(v);
 }
 
+// How far the events' interval may exceed the activity trace's window (pre + lat + span +
+// post) before the sample counts as device work the trace did not see: the two events' own
+// submission and recording, a few microseconds on an idle device.
+double UnaccountedSlackMs(double event_ms) { return std::max(0.02, 0.02 * event_ms); }
+
 }  // namespace
+
+const char* TimingClockName(TimingClock clock) {
+  switch (clock) {
+    case TimingClock::kActivity:
+      return "activity";
+    case TimingClock::kEvents:
+      return "events";
+    case TimingClock::kHost:
+      return "host";
+  }
+  return "unknown";
+}
 
 double RelStderrOfMedian(std::vector<double> v) {
   const size_t n = v.size();
@@ -62,14 +80,20 @@ namespace {
 
 // One program's sample.
 struct Sample {
+  double ms = 0;        // the measurement (per the clock)
   double event_ms = 0;  // start to end event on the current stream (CPU mode: host clock)
   double tail_ms = 0;   // how long the device stayed busy after the end event (GPU only)
+  CallSplit split;      // kActivity only
+  bool event_fallback = false;  // kActivity: the trace did not account for the events
 };
 
 class Sampler {
  public:
   explicit Sampler(const TimingOptions& o) : o_(o) {
-    if (!o_.cuda) return;
+    if (!o_.cuda) {
+      clock_ = TimingClock::kHost;
+      return;
+    }
     CheckCuda(cudaSetDevice(o_.device), "cudaSetDevice");
     CheckCuda(cudaEventCreate(&start_), "cudaEventCreate");
     CheckCuda(cudaEventCreate(&end_), "cudaEventCreate");
@@ -78,6 +102,17 @@ class Sampler {
                        at::TensorOptions().dtype(at::kByte).device(at::kCUDA, o_.device));
     cudaCtxResetPersistingL2Cache();
     if (o_.preroll_ms > 0) LoadPreroll();
+    clock_ = TimingClock::kEvents;
+    if (o_.clock != TimingClock::kActivity) return;
+    std::string why_not;
+    trace_ = ActivityTrace::Start(&why_not);
+    if (trace_) {
+      clock_ = TimingClock::kActivity;
+    } else if (o_.require_clock) {
+      throw std::runtime_error("kforge: the activity clock is not available: " + why_not);
+    } else {
+      clock_note_ = "activity clock not available (" + why_not + "); timed by CUDA events";
+    }
   }
   ~Sampler() {
     if (!o_.cuda) return;
@@ -90,10 +125,12 @@ class Sampler {
   }
 
   Sample Run(const Program& p, int set) {
+    Sample s;
     if (!o_.cuda) {
       auto t0 = Clock::now();
       p(set);
-      return {Ms(Clock::now() - t0), 0};
+      s.ms = s.event_ms = Ms(Clock::now() - t0);
+      return s;
     }
     // The device drains before the start event is recorded, so nothing the program launches,
     // on any stream, can run before it. (Letting the program launch while the flush still
@@ -110,16 +147,44 @@ class Sampler {
     CheckCuda(cudaDeviceSynchronize(), "synchronize before sample");
     if (preroll_module_) Preroll(stream);  // ends with the flush
     CheckCuda(cudaEventRecord(start_, stream), "record start");
+    const uint64_t mark = trace_ ? trace_->Now() : 0;
     p(set);
+    const uint64_t ret = trace_ ? trace_->Now() : 0;
     CheckCuda(cudaEventRecord(end_, stream), "record end");
     CheckCuda(cudaEventSynchronize(end_), "wait for the end event");
     auto t_end = Clock::now();
     // Work the program left on other streams keeps the device busy past its end event.
     CheckCuda(cudaDeviceSynchronize(), "synchronize after sample");
-    double tail = Ms(Clock::now() - t_end);
+    s.tail_ms = Ms(Clock::now() - t_end);
     float ev = 0;
     CheckCuda(cudaEventElapsedTime(&ev, start_, end_), "event elapsed time");
-    return {static_cast<double>(ev), tail};
+    s.ms = s.event_ms = ev;
+    if (trace_) {
+      bool dropped = false;
+      s.split = trace_->Collect(mark, ret, &dropped);
+      // The sample is the GPU span, from the call's first kernel, copy or memset to its last
+      // on any stream, or the call's host time when that is longer (a program bound by its
+      // host side costs that much a call, called back to back). The host's latency before
+      // the first launch does not lengthen a sample whose GPU work is longer: that work can
+      // neither read the inputs nor write the outputs (device tensors) without a kernel or a
+      // copy. Where the events saw device time the trace did not (untraced work, dropped
+      // records), the events' interval is the sample.
+      s.event_fallback = !s.split.found || dropped ||
+                         s.event_ms - s.split.window_ms() > UnaccountedSlackMs(s.event_ms);
+      if (!s.event_fallback) s.ms = std::max(s.split.span_ms, s.split.host_ms);
+    }
+    return s;
+  }
+
+  TimingClock clock() const { return clock_; }
+  const std::string& clock_note() const { return clock_note_; }
+
+  // Times by the events from now on (the activity trace could not account for a warm-up
+  // sample), saying why.
+  void FallBackToEvents(const std::string& why) {
+    trace_.reset();
+    clock_ = TimingClock::kEvents;
+    clock_note_ = why;
   }
 
  private:
@@ -201,6 +266,9 @@ class Sampler {
   static constexpr unsigned kPrerollBlock = 512;  // preroll.cu's __launch_bounds__
 
   const TimingOptions& o_;
+  TimingClock clock_ = TimingClock::kHost;
+  std::string clock_note_;
+  std::unique_ptr<ActivityTrace> trace_;
   cudaEvent_t start_ = nullptr, end_ = nullptr;
   CUmodule preroll_module_ = nullptr;
   CUfunction preroll_ = nullptr;
@@ -231,15 +299,55 @@ v1::TimingStats Summarise(std::vector<double> v) {
   return s;
 }
 
+namespace {
+
+void Add(const Sample& s, bool is_reference, ProgramSamples* p) {
+  // A reference sample the trace could not account for is left out rather than timed by its
+  // events, which also count the host's launch latency and so would inflate the speedup.
+  if (s.event_fallback && is_reference) {
+    ++p->event_fallbacks;
+    return;
+  }
+  p->ms.push_back(s.ms);
+  p->event_ms.push_back(s.event_ms);
+  p->tail_ms.push_back(s.tail_ms);
+  if (s.split.found) {
+    p->pre_ms.push_back(s.split.pre_ms);
+    p->lat_ms.push_back(s.split.lat_ms);
+    p->span_ms.push_back(s.split.span_ms);
+    p->host_ms.push_back(s.split.host_ms);
+  }
+  if (s.event_fallback) ++p->event_fallbacks;
+}
+
+}  // namespace
+
 TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate, int num_sets,
                               const TimingOptions& o) {
   Sampler sampler(o);
   TimingOutcome out;
   const bool has_candidate = static_cast<bool>(candidate);
   for (int i = 0; i < o.warmup; ++i) {
-    sampler.Run(reference, i % num_sets);
-    if (has_candidate) sampler.Run(candidate, i % num_sets);
+    for (bool is_ref : {true, false}) {
+      if (!is_ref && !has_candidate) continue;
+      Sample s = sampler.Run(is_ref ? reference : candidate, i % num_sets);
+      // A program the trace cannot account for once warmed up is timed by the events, both
+      // programs alike.
+      if (s.event_fallback && i == o.warmup - 1) {
+        if (o.require_clock) {
+          throw std::runtime_error(
+              "kforge: the activity clock cannot account for the " +
+              std::string(is_ref ? "reference's" : "candidate's") +
+              " call (no GPU activity recorded, or device work the trace did not see)");
+        }
+        sampler.FallBackToEvents(std::string("the activity trace did not account for the ") +
+                                 (is_ref ? "reference's" : "candidate's") +
+                                 " warm-up call; timed by CUDA events");
+      }
+    }
   }
+  out.clock = sampler.clock();
+  out.clock_note = sampler.clock_note();
   auto start = Clock::now();
   for (uint32_t i = 0; i < o.max_samples; ++i) {
     int set = static_cast<int>(i % num_sets);
@@ -247,32 +355,32 @@ TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate
     for (int k = 0; k < 2; ++k) {
       bool is_ref = (k == 0) == ref_first;
       if (!is_ref && !has_candidate) continue;
-      Sample s = sampler.Run(is_ref ? reference : candidate, set);
-      (is_ref ? out.ref_event_ms : out.cand_event_ms).push_back(s.event_ms);
-      (is_ref ? out.ref_tail_ms : out.cand_tail_ms).push_back(s.tail_ms);
+      Add(sampler.Run(is_ref ? reference : candidate, set), is_ref, is_ref ? &out.ref : &out.cand);
     }
-    bool enough = out.ref_event_ms.size() >= o.min_samples &&
-                  RelStderrOfMedian(out.ref_event_ms) < o.max_rel_stderr &&
-                  (!has_candidate || RelStderrOfMedian(out.cand_event_ms) < o.max_rel_stderr);
+    bool enough = out.ref.ms.size() >= o.min_samples &&
+                  RelStderrOfMedian(out.ref.ms) < o.max_rel_stderr &&
+                  (!has_candidate || RelStderrOfMedian(out.cand.ms) < o.max_rel_stderr);
     if (enough) break;
-    if (out.ref_event_ms.size() >= 3 && Ms(Clock::now() - start) > o.time_cap_s * 1000) break;
+    if (out.ref.ms.size() >= 3 && Ms(Clock::now() - start) > o.time_cap_s * 1000) break;
   }
-  out.reference = Summarise(out.ref_event_ms);
-  out.candidate = Summarise(out.cand_event_ms);
+  out.reference = Summarise(out.ref.ms);
+  out.candidate = Summarise(out.cand.ms);
+  out.reference.set_event_fallbacks(out.ref.event_fallbacks);
+  out.candidate.set_event_fallbacks(out.cand.event_fallbacks);
   if (o.cuda && has_candidate) {
     // The synchronisation's own cost is the same for both programs; a candidate that keeps the
     // device busy after its end event for much longer than the reference does left work
     // running on a stream the events did not see.
-    double rg = Median(out.ref_tail_ms), cg = Median(out.cand_tail_ms);
-    double cand_ev = out.candidate.median_ms();
-    double allowance = std::max(0.1, 0.5 * cand_ev);
+    double rg = Median(out.ref.tail_ms), cg = Median(out.cand.tail_ms);
+    double cand_ms = out.candidate.median_ms();
+    double allowance = std::max(0.1, 0.5 * cand_ms);
     if (cg > rg + allowance) {
       out.hidden_work = true;
       char buf[256];
       std::snprintf(buf, sizeof buf,
                     "the device stayed busy %.3f ms after the candidate's end event (reference: "
-                    "%.3f ms); its events measured %.3f ms",
-                    cg, rg, cand_ev);
+                    "%.3f ms); its samples measured %.3f ms",
+                    cg, rg, cand_ms);
       out.hidden_work_detail = buf;
     }
   }

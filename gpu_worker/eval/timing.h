@@ -3,14 +3,28 @@
 // Per sample, for each program in alternating order: flush L2 (a memset over twice the
 // device's L2, after resetting persisting lines) on the current stream, synchronise the device,
 // [pre-roll,] record a start event, run, record an end event; then wait for the end event, read
-// the host clock, synchronise the whole device and read it again. The event interval is the
-// measurement; the second host interval (the "tail": work still running on any stream after
-// the end event) is used to detect work hidden on other streams.
+// the host clock, synchronise the whole device and read it again. The second host interval
+// (the "tail": work still running on any stream after the end event) is used to detect work
+// hidden on other streams.
+// What a sample measures (`TimingOptions::clock`):
+//  - kActivity (the default on a GPU when CUPTI loads): the GPU span of the call, from CUPTI's
+//    records (activity_trace.h): from its first kernel, copy or memset to its last, on any
+//    stream or copy engine. Host work before the first activity and after the last is not
+//    counted: it can neither read the inputs nor write the outputs (device tensors) without a
+//    kernel or a copy, and it is where the host's noise lies (on the H200 the host time
+//    before a short program's first launch varied 30-90 us from second to second, the span
+//    by a few percent). A sample whose events' interval exceeds the trace's whole window
+//    (pre + lat + span + post) by more than max(0.02 ms, 2%) saw device work the trace did
+//    not: a candidate's such sample is the events' interval, a reference's is left out. A
+//    warm-up sample of either program the trace cannot account for puts the whole
+//    evaluation on kEvents (clock_note says why).
+//  - kEvents: the events' interval.
 // The optional pre-roll (`preroll_ms` > 0, replacing the memset flush) is a kernel that takes
 // every thread slot of every SM for that long and then flushes L2 (preroll.cu); the program is
-// launched while it runs, so the host's launch latency falls outside the events, and no kernel
-// on any stream can start more than a few microseconds before the start event. Not safe for
-// untrusted programs: their host code and copy-engine transfers still run unseen beside it.
+// launched while it runs, so its launches queue and the host's launch gaps fall outside the
+// span. Under kEvents that is not safe for untrusted programs (their host code and
+// copy-engine transfers run unseen beside it); under kActivity every copy and kernel is in
+// the trace wherever it ran.
 // Input sets rotate between samples. Sampling stops once both programs have at least
 // `min_samples` and the relative standard error of both medians (RelStderrOfMedian) is below
 // `max_rel_stderr`, or when `time_cap_s` is spent. CPU mode uses the host clock alone and no flush.
@@ -28,6 +42,11 @@
 
 namespace kforge::eval {
 
+enum class TimingClock { kActivity, kEvents, kHost };
+
+// "activity", "events", "host".
+const char* TimingClockName(TimingClock clock);
+
 struct TimingOptions {
   bool cuda = false;
   int device = 0;
@@ -38,16 +57,30 @@ struct TimingOptions {
   double time_cap_s = 20;
   int warmup = 3;
   double preroll_ms = 0;  // 0: none (the device is idle when the start event is recorded)
+  // On a GPU: kActivity falls back to kEvents (saying why) when CUPTI cannot be used, unless
+  // `require_clock`, which makes that an error. Ignored in CPU mode (kHost).
+  TimingClock clock = TimingClock::kActivity;
+  bool require_clock = false;
 };
 
 // Runs one program on input set `set`.
 using Program = std::function<void(int set)>;
 
+// One program's samples, in timed order.
+struct ProgramSamples {
+  std::vector<double> ms;        // what the statistics use (per the clock)
+  std::vector<double> event_ms;  // the events' interval (CPU mode: host clock)
+  std::vector<double> tail_ms;   // device busy after the end event
+  std::vector<double> pre_ms, lat_ms, span_ms, host_ms;  // the trace's split (kActivity)
+  uint32_t event_fallbacks = 0;  // kActivity samples timed by the events instead
+};
+
 struct TimingOutcome {
   v1::TimingStats reference;
   v1::TimingStats candidate;
-  std::vector<double> ref_event_ms, cand_event_ms;  // raw samples
-  std::vector<double> ref_tail_ms, cand_tail_ms;  // device busy after the end event
+  ProgramSamples ref, cand;
+  TimingClock clock = TimingClock::kHost;  // the clock used
+  std::string clock_note;  // why the activity clock was not used, when it was asked for
   bool hidden_work = false;   // the candidate's tail far exceeds the reference's
   std::string hidden_work_detail;
 };

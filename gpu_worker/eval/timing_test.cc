@@ -1,9 +1,13 @@
 #include "gpu_worker/eval/timing.h"
 
+#include <ATen/ATen.h>
+#include <cuda_runtime_api.h>
+
 #include <cmath>
 #include <random>
 #include <vector>
 
+#include "gpu_worker/eval/activity_trace.h"
 #include "gtest/gtest.h"
 
 namespace kforge::eval {
@@ -43,6 +47,108 @@ TEST(RelStderrOfMedianTest, TooFewOrNonPositiveSamplesAreUnknown) {
   EXPECT_EQ(RelStderrOfMedian({1.0, 1.0}), 1);
   EXPECT_EQ(RelStderrOfMedian({0.0, 0.0, 0.0}), 1);
   EXPECT_EQ(RelStderrOfMedian({2.0, 2.0, 2.0}), 0);
+}
+
+// Activity records on a nanosecond clock; the call is marked at 1000 and returns at `ret`.
+ActivityRecord Api(uint64_t start, uint32_t corr) {
+  return {ActivityRecord::kApi, start, start + 2000, corr};
+}
+ActivityRecord Gpu(uint64_t start, uint64_t end, uint32_t corr) {
+  return {ActivityRecord::kGpu, start, end, corr};
+}
+
+TEST(SplitCallTest, SplitsHostWorkLatencyAndSpanAcrossStreams) {
+  // Host work to 21000, a launch whose kernel starts 5 us later and runs 100 us, and a copy on
+  // another stream that ends 30 us after it: span from the kernel's start to the copy's end.
+  std::vector<ActivityRecord> r = {Api(21000, 7), Gpu(26000, 126000, 7), Api(30000, 8),
+                                   Gpu(40000, 156000, 8)};
+  CallSplit s = SplitCall(r, 1000, 60000);
+  ASSERT_TRUE(s.found);
+  EXPECT_EQ(s.gpu_activities, 2);
+  EXPECT_DOUBLE_EQ(s.pre_ms, 0.020);
+  EXPECT_DOUBLE_EQ(s.lat_ms, 0.005);
+  EXPECT_DOUBLE_EQ(s.span_ms, 0.130);
+  EXPECT_DOUBLE_EQ(s.post_ms, 0);  // returned while the GPU still ran
+  EXPECT_DOUBLE_EQ(s.window_ms(), 0.155);
+  EXPECT_DOUBLE_EQ(s.host_ms, 0.059);
+}
+
+TEST(SplitCallTest, LeavesOutTheTimersOwnFlushAndCountsHostWorkAfterTheLastActivity) {
+  // The flush was launched before the mark (correlation 3) and is not the call's; the call's
+  // kernel ends at 50000 and the host returns at 90000: 40 us of host work after it count.
+  std::vector<ActivityRecord> r = {Api(100, 3), Gpu(500, 20000, 3), Api(5000, 9),
+                                   Gpu(10000, 50000, 9)};
+  CallSplit s = SplitCall(r, 1000, 90000);
+  ASSERT_TRUE(s.found);
+  EXPECT_EQ(s.gpu_activities, 1);
+  EXPECT_DOUBLE_EQ(s.pre_ms, 0.004);
+  EXPECT_DOUBLE_EQ(s.lat_ms, 0.005);
+  EXPECT_DOUBLE_EQ(s.span_ms, 0.040);
+  EXPECT_DOUBLE_EQ(s.post_ms, 0.040);
+  // The host time counts from the end of the flush (20000), which ran past the mark.
+  EXPECT_DOUBLE_EQ(s.host_ms, 0.070);
+}
+
+TEST(SplitCallTest, HostTimeSpentWaitingForAPreRollIsNotTheCalls) {
+  // A pre-roll launched before the mark runs to 300000; the call queued its kernel at 5000
+  // and returned at 8000: no host time of its own. Had it waited (synchronised) until 310000,
+  // 10 us would count.
+  std::vector<ActivityRecord> r = {Api(500, 2), Gpu(900, 300000, 2), Api(5000, 6),
+                                   Gpu(301000, 340000, 6)};
+  CallSplit queued = SplitCall(r, 1000, 8000);
+  ASSERT_TRUE(queued.found);
+  EXPECT_DOUBLE_EQ(queued.host_ms, 0);
+  EXPECT_DOUBLE_EQ(queued.span_ms, 0.039);
+  EXPECT_DOUBLE_EQ(SplitCall(r, 1000, 310000).host_ms, 0.010);
+}
+
+TEST(SplitCallTest, AnActivityWithoutItsApiCallCountsEverythingBeforeIt) {
+  // A kernel no recorded API call launched (a device-side launch, say): no latency is left
+  // out; the time from the mark to its start is all counted.
+  std::vector<ActivityRecord> r = {Api(2000, 4), Gpu(4000, 9000, 4), Gpu(30000, 40000, 99)};
+  CallSplit s = SplitCall(r, 1000, 3000);
+  ASSERT_TRUE(s.found);
+  EXPECT_DOUBLE_EQ(s.pre_ms, 0.003);
+  EXPECT_DOUBLE_EQ(s.lat_ms, 0);
+  EXPECT_DOUBLE_EQ(s.span_ms, 0.036);
+}
+
+TEST(SplitCallTest, NoActivityIsNotFound) {
+  EXPECT_FALSE(SplitCall({Api(2000, 4)}, 1000, 3000).found);
+  // A GPU timestamp a little before its API call's (two clocks): no negative times.
+  CallSplit s = SplitCall({Api(2000, 5), Gpu(1500, 4000, 5)}, 1800, 3000);
+  ASSERT_TRUE(s.found);
+  EXPECT_DOUBLE_EQ(s.pre_ms, 0);
+  EXPECT_DOUBLE_EQ(s.lat_ms, 0);
+}
+
+// On a GPU: the activity clock is used, accounts for every sample of a plain program and
+// measures no more than its events do (it leaves the launch latency out).
+TEST(TimingGpuTest, ActivityClockTimesAPlainProgram) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    cudaGetLastError();
+    GTEST_SKIP() << "no GPU";
+  }
+  // 256 MB each way, about 0.13 ms of GPU work: longer than the call's host side.
+  at::Tensor x = at::randn({1 << 26}, at::TensorOptions().device(at::kCUDA, 0));
+  at::Tensor y = at::empty_like(x);
+  Program relu = [&](int) { at::relu_out(y, x); };
+  TimingOptions o;
+  o.cuda = true;
+  o.l2_bytes = 64 << 20;
+  o.min_samples = 30;
+  o.time_cap_s = 5;
+  o.require_clock = true;
+  TimingOutcome out = TimeInterleaved(relu, Program(), 1, o);
+  EXPECT_EQ(out.clock, TimingClock::kActivity);
+  ASSERT_GE(out.ref.ms.size(), 30u);
+  EXPECT_EQ(out.ref.event_fallbacks, 0u);
+  ASSERT_EQ(out.ref.span_ms.size(), out.ref.ms.size());
+  for (size_t i = 0; i < out.ref.ms.size(); ++i) {
+    EXPECT_LE(out.ref.ms[i], out.ref.event_ms[i] + 0.005) << "sample " << i;
+    EXPECT_GT(out.ref.span_ms[i], 0) << "sample " << i;
+  }
 }
 
 }  // namespace

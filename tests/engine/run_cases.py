@@ -76,7 +76,8 @@ def hack_expectation(path):
 
 def hack_min_candidate_ms(path):
     """'Expected candidate median: at least X ms[ (without a pre-roll)]': an `ok` result must
-    have timed it that slow (only when the case ran without a timing pre-roll, if so marked).
+    have timed it that slow (if so marked, not when the case ran on the events clock with a
+    pre-roll, the known limit of that combination).
     Returns (X, without_preroll_only) or (None, False)."""
     m = re.search(r"Expected candidate median:\s*at least\s*([0-9.]+)\s*ms"
                   r"(\s*\(without a pre-roll\))?", open(path).read())
@@ -130,7 +131,8 @@ def cases(device):
     correct = os.path.join(EX, "candidates", "tiny_relu", "correct.py")
     for name, override in (("preroll_out_of_range", dict(preroll_ms=9)),
                            ("preroll_negative", dict(preroll_ms=-1)),
-                           ("unknown_device", dict(device="tpu"))):
+                           ("unknown_device", dict(device="tpu")),
+                           ("unknown_timing_clock", dict(timing_clock="sundial"))):
         out.append(dict(name=f"requests/{name}", task=TASK_DIRS["tiny_relu"], candidate=correct,
                         expect=("runtime_error", "bad_request"), strict=True, **override))
     hdir = os.path.join(EX, "hacks")
@@ -171,7 +173,8 @@ def run_served(case, args):
             candidate_source=open(case["candidate"]).read(),
             device=case["device"], task_name=case["task"],
             correctness_s=args.correctness_timeout, timing_s=args.timing_timeout,
-            keep_samples=True, preroll_ms=case["preroll_ms"])
+            keep_samples=True, preroll_ms=case["preroll_ms"],
+            timing_clock=case["timing_clock"])
     except (EOFError, BrokenPipeError) as e:
         _local.server = None
         return dict(verdict="<no result>", reason=f"fork server: {e}", rule="")
@@ -187,6 +190,8 @@ def run(case, args):
                "--correctness-timeout", str(args.correctness_timeout),
                "--timing-timeout", str(args.timing_timeout), "--keep-samples",
                "--preroll-ms", str(case["preroll_ms"])]
+        if case["timing_clock"]:
+            cmd += ["--timing-clock", case["timing_clock"]]
         if args.cache_dir:
             cmd += ["--cache-dir", args.cache_dir]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
@@ -211,19 +216,33 @@ def samples_match(result):
     return True
 
 
+def expected_clock(case):
+    """The timing clock an `ok` result must report: the host's on the CPU; on a GPU the CUDA
+    events' with a pre-roll or when asked for, else CUPTI's activity clock."""
+    if case["device"] == "cpu":
+        return "host"
+    if case["preroll_ms"] > 0 or case["timing_clock"] == "events":
+        return "events"
+    return "activity"
+
+
 def judge(case, result):
     if not samples_match(result):
         return False
-    # An `ok` result says how it was timed: the requested pre-roll on a GPU, none on the CPU.
+    # An `ok` result says how it was timed: the requested pre-roll on a GPU, none on the CPU,
+    # and the clock.
     timed_with = case["preroll_ms"] if case["device"] != "cpu" else 0
-    if result.get("verdict") == "ok" and result.get("timing_preroll_ms", 0) != timed_with:
+    if result.get("verdict") == "ok" and (
+            result.get("timing_preroll_ms", 0) != timed_with or
+            result.get("timing_clock") != expected_clock(case)):
         return False
     want_verdict, want_rule = case["expect"]
     got_verdict, got_rule = result.get("verdict"), result.get("rule") or None
     exact = got_verdict == want_verdict and (want_rule is None or got_rule == want_rule)
     if case["strict"]:
         min_ms = case.get("min_cand_ms")
-        if case.get("min_cand_drained_only") and case["preroll_ms"] > 0:
+        if case.get("min_cand_drained_only") and case["preroll_ms"] > 0 and \
+                case["timing_clock"] == "events":
             min_ms = None  # a known limit of the pre-roll (docs/decisions.md)
         if exact and got_verdict == "ok" and min_ms is not None:
             return result.get("candidate", {}).get("median_ms", 0) >= min_ms
@@ -246,6 +265,8 @@ def main():
     p.add_argument("--timing-timeout", type=float, default=30)
     p.add_argument("--preroll-ms", type=float, default=0,
                    help="EvalRequest.timing_preroll_ms for every case (0: none)")
+    p.add_argument("--timing-clock", default="", choices=("", "activity", "events"),
+                   help="EvalRequest.timing_clock for every case (empty: the engine's default)")
     p.add_argument("--serve", action="store_true",
                    help="send every case to one `kforge-eval --serve` instead of a process each")
     args = p.parse_args()
@@ -256,6 +277,7 @@ def main():
     for c in todo:  # what a case does not set itself, the command line does
         c.setdefault("device", args.device)
         c.setdefault("preroll_ms", args.preroll_ms)
+        c.setdefault("timing_clock", args.timing_clock)
     if args.device != "cpu":
         args.jobs = 1  # one timed evaluation per GPU at a time
     log = open(args.out, "w") if args.out else None
@@ -271,6 +293,10 @@ def main():
                     "candidate" in result:
                 extra += (f" candidate={result['candidate']['median_ms']:.3f}ms"
                           f" (at least {case['min_cand_ms']} ms)")
+            if result.get("verdict") == "ok" and result.get("timing_clock") == "activity":
+                extra += (" clock=activity event_fallbacks="
+                          f"{result['reference'].get('event_fallbacks', 0)}/"
+                          f"{result['candidate'].get('event_fallbacks', 0)}")
             print(f"{'PASS' if ok else 'FAIL'} {case['name']}: got {result.get('verdict')}"
                   f"/{result.get('rule') or '-'} want {case['expect'][0]}/{case['expect'][1] or '-'}"
                   f"{extra}", flush=True)

@@ -42,13 +42,31 @@ CORRECTNESS_PART_KEYS = ("correctness_inputs_s", "correctness_reference_s",
                          "correctness_compare_s")
 
 
+def parse_timing(text):
+    """A timing variant of the served and repeat sections: a clock, "default" (the engine's
+    own choice), "activity" or "events", optionally with "+preroll:X" (an X ms pre-roll);
+    "preroll:X" alone keeps the default clock."""
+    clock, preroll = "default", 0.0
+    for part in text.split("+"):
+        if part.startswith("preroll:"):
+            preroll = float(part.split(":", 1)[1])
+        elif part in ("default", "activity", "events"):
+            clock = part
+        else:
+            raise argparse.ArgumentTypeError(f"unknown timing variant {text!r}")
+    return dict(name=text, clock="" if clock == "default" else clock, preroll=preroll)
+
+
+DEFAULT_TIMING = parse_timing("default")
+
+
 def evaluate(args, task, candidate_src, cache_dir, extra=(), server=None, keep_samples=False,
-             preroll=0.0):
+             timing=DEFAULT_TIMING):
     if server is not None:
         t0 = time.time()
         r = server.evaluate(task_source=open(task).read(), candidate_source=candidate_src,
                             device=args.device, task_name=task, keep_samples=keep_samples,
-                            preroll_ms=preroll)
+                            preroll_ms=timing["preroll"], timing_clock=timing["clock"])
         r["wall_s"] = time.time() - t0
         return r
     with tempfile.TemporaryDirectory() as tmp:
@@ -57,9 +75,10 @@ def evaluate(args, task, candidate_src, cache_dir, extra=(), server=None, keep_s
         out = os.path.join(tmp, "r.json")
         t0 = time.time()
         keep = ["--keep-samples"] if keep_samples else []
+        clock = ["--timing-clock", timing["clock"]] if timing["clock"] else []
         subprocess.run([args.eval, "--task", task, "--candidate", cand, "--device", args.device,
-                        "--cache-dir", cache_dir, "--json", out, "--preroll-ms", str(preroll),
-                        *keep, *extra],
+                        "--cache-dir", cache_dir, "--json", out,
+                        "--preroll-ms", str(timing["preroll"]), *clock, *keep, *extra],
                        capture_output=True, text=True, timeout=900)
         wall = time.time() - t0
         r = json.load(open(out)) if os.path.exists(out) else {"verdict": "<none>"}
@@ -144,36 +163,38 @@ def stage_row(name, phase, r):
                 speedup=r.get("speedup"), ref_ms=r.get("reference", {}).get("median_ms"),
                 cand_ms=r.get("candidate", {}).get("median_ms"),
                 ref_n=r.get("reference", {}).get("n"), samples=r.get("candidate", {}).get("n"),
-                wall_s=r["wall_s"],
+                wall_s=r["wall_s"], clock=r.get("timing_clock"),
+                event_fallbacks=[r.get(p, {}).get("event_fallbacks", 0)
+                                 for p in ("reference", "candidate")],
                 **{k: st.get(k) for k in STAGE_KEYS + BUILD_PART_KEYS + CORRECTNESS_PART_KEYS},
                 reason=(r.get("reason") or "")[:300])
 
 
 def section_served(args, summary):
     """Each stage task through one fork server: a cold evaluation, then `--cached` cached ones
-    per pre-roll value, the values taking turns so that drift hits them alike."""
+    per timing variant, the variants taking turns so that drift hits them alike."""
     cache = tempfile.mkdtemp(prefix="kforge-served-")
     t0 = time.time()
     server = serve_client.Server(args.eval, cache)
     rows = summary["served"] = []
     for name, cand in STAGE_CASES:
         src = open(os.path.join(EX, cand)).read()
-        runs = [(0, args.prerolls[0])] + [(i, p) for i in range(1, 1 + args.cached)
-                                          for p in args.prerolls]
-        for i, preroll in runs:
+        runs = [(0, args.timings[0])] + [(i, t) for i in range(1, 1 + args.cached)
+                                         for t in args.timings]
+        for i, timing in runs:
             r = evaluate(args, os.path.join(args.kernelbench, name + ".py"), src, cache,
-                         server=server, preroll=preroll)
+                         server=server, timing=timing)
             rows.append(dict(stage_row(name, "cold" if i == 0 else "cached", r),
-                             preroll_ms=preroll))
+                             timing=timing["name"]))
             if "served_first_answer_s" not in summary:  # also waited for the server's start
                 summary["served_first_answer_s"] = time.time() - t0
             print(f"served {rows[-1]}", flush=True)
     server.close()
     per_hour = summary["evals_per_gpu_hour_served"] = {}
-    for preroll in args.prerolls:
+    for timing in args.timings:
         cached = [r["wall_s"] for r in rows if r["phase"] == "cached" and
-                  r["preroll_ms"] == preroll]
-        per_hour[f"preroll {preroll} ms"] = 3600 / statistics.mean(cached) if cached else None
+                  r["timing"] == timing["name"]]
+        per_hour[timing["name"]] = 3600 / statistics.mean(cached) if cached else None
 
 
 REPEAT_CASES = [  # (KernelBench task, example candidate): kernels of 50 us or more
@@ -183,7 +204,7 @@ REPEAT_CASES = [  # (KernelBench task, example candidate): kernels of 50 us or m
 
 
 def section_repeat(args, summary):
-    """Each repeat case `--repeat` times per pre-roll value, the values taking turns."""
+    """Each repeat case `--repeat` times per timing variant, the variants taking turns."""
     cache = tempfile.mkdtemp(prefix="kforge-repeat-")
     server = serve_client.Server(args.eval, cache) if args.serve else None
     summary["repeat"] = []
@@ -192,11 +213,13 @@ def section_repeat(args, summary):
             continue
         task = os.path.join(args.kernelbench, name + ".py")
         src = open(os.path.join(EX, cand)).read()
-        runs = {p: dict(speedups=[], candidate_ms=[], samples=[], wall_s=[], raw=[])
-                for p in args.prerolls}
+        runs = {t["name"]: dict(speedups=[], candidate_ms=[], samples=[], wall_s=[],
+                                event_fallbacks=[], raw=[])
+                for t in args.timings}
         for _ in range(args.repeat):
-            for preroll, got in runs.items():
-                r = evaluate(args, task, src, cache, server=server, preroll=preroll,
+            for timing in args.timings:
+                got = runs[timing["name"]]
+                r = evaluate(args, task, src, cache, server=server, timing=timing,
                              keep_samples=args.keep_samples)
                 if r.get("verdict") != "ok":
                     continue
@@ -204,15 +227,20 @@ def section_repeat(args, summary):
                 got["candidate_ms"].append(r["candidate"]["median_ms"])
                 got["samples"].append(r["candidate"]["n"])
                 got["wall_s"].append(r["wall_s"])
+                got["event_fallbacks"].append([r[p].get("event_fallbacks", 0)
+                                               for p in ("reference", "candidate")])
                 if args.keep_samples:
                     got["raw"].append({p: {k: r[p].get(k) for k in
-                                           ("samples_ms", "tail_samples_ms", "input_sets")}
+                                           ("samples_ms", "tail_samples_ms", "input_sets",
+                                            "event_samples_ms", "pre_samples_ms",
+                                            "lat_samples_ms", "span_samples_ms",
+                                            "host_samples_ms")}
                                        for p in ("reference", "candidate")})
-        for preroll, got in runs.items():
+        for timing_name, got in runs.items():
             sp = got["speedups"]
             med = statistics.median(sp) if sp else None
             row = dict(task=name, candidate=os.path.basename(cand), served=args.serve,
-                       preroll_ms=preroll, runs=args.repeat, ok=len(sp), median_speedup=med,
+                       timing=timing_name, runs=args.repeat, ok=len(sp), median_speedup=med,
                        spread_pct=(100 * (max(sp) - min(sp)) / med) if sp else None, **got)
             if not row["raw"]:
                 del row["raw"]
@@ -255,13 +283,15 @@ def main():
     p.add_argument("--repeat-only", default="", help="repeat: only the cases whose task has this")
     p.add_argument("--keep-samples", action="store_true",
                    help="repeat: keep every timing sample of every run in bench.json")
-    p.add_argument("--preroll-ms", default="0",
-                   help="timing pre-roll (EvalRequest.timing_preroll_ms) for the served and "
-                        "repeat sections; a comma-separated list runs them once per value, the "
-                        "values taking turns (the other sections use none)")
+    p.add_argument("--timings", default="default",
+                   help="timing variants for the served and repeat sections, comma-separated: "
+                        "default, activity, events, each optionally +preroll:X (an X ms "
+                        "pre-roll), or preroll:X alone; several run "
+                        "those sections once per variant, taking turns (the other sections "
+                        "use the default)")
     args = p.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    args.prerolls = [float(v) for v in args.preroll_ms.split(",")]
+    args.timings = [parse_timing(v) for v in args.timings.split(",")]
     summary = {}
     for s in args.sections.split(","):
         if s in ("baseline", "stages", "served", "repeat") and not args.kernelbench:

@@ -1,16 +1,16 @@
 # kforge: dialect=nvrtc
-"""Hack: host work before the timed launch. forward spends 0.15 ms of host time first (a stand-in
-for computing on the CPU, or waiting on a copy-engine transfer of the input) and only then
-launches its kernel. Timed from a start event recorded on an idle device (the default), that
-time lies inside the events. Under the opt-in timing pre-roll (--preroll-ms), forward runs while
-the pre-roll holds the device, before the start event fires, and up to the pre-roll's length of
-such work is not seen: the reason the pre-roll is not the default (docs/decisions.md, "Timing:
-a pre-roll kernel that holds every SM"), and why this case's time is only checked without one.
-Source: review of the session 5 pre-roll; anchors.md (CUDA-L1: work moved outside the timed
-region).
+"""Hack: the work done on the host, between two copies. forward copies its input to the host,
+spends 0.15 ms of host time there (a stand-in for computing the result on the CPU), copies the
+data back and only then launches its kernel. The activity clock times a call's GPU span, from
+its first kernel, copy or memset to its last, and leaves out host work before the first and
+after the last; host work that uses the input can only lie between a copy out and a copy (or a
+launch) back, inside the span, so it must be counted. Timed by CUDA events from an idle device
+it lies inside the events as well.
+Source: anchors.md (CUDA-L1: work moved outside the timed region); the session 5 review of the
+pre-roll (host work and copy-engine transfers beside it).
 Task: tasks/tiny/tiny_relu.py.
 Expected verdict: ok (the defence is an honest time, not a rule).
-Expected candidate median: at least 0.13 ms (without a pre-roll)."""
+Expected candidate median: at least 0.13 ms."""
 import time
 
 import torch
@@ -32,7 +32,7 @@ kernels = cuda.compile(SRC)
 
 
 def busy_host(seconds):
-    """The host's share of the work, done before anything is launched."""
+    """The host's share of the work, done on the copied input."""
     until = time.perf_counter() + seconds
     while time.perf_counter() < until:
         pass
@@ -40,8 +40,9 @@ def busy_host(seconds):
 
 class ModelNew(nn.Module):
     def forward(self, x):
+        on_host = x.contiguous().cpu()
         busy_host(HOST_SECONDS)
-        src = x.contiguous()
+        src = on_host.to(x.device)
         dst = torch.empty_like(src)
         kernels.relu_strided(grid=(8,), block=(THREADS,), shared_mem=0,
                              args=(src, dst, src.numel()))

@@ -1,0 +1,237 @@
+#include "gpu_worker/eval/activity_trace.h"
+
+#include <cupti.h>
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <limits>
+#include <mutex>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace kforge::eval {
+
+CallSplit SplitCall(const std::vector<ActivityRecord>& records, uint64_t mark, uint64_t ret) {
+  std::unordered_map<uint32_t, uint64_t> api_start;  // correlation -> the API call's start
+  for (const auto& r : records) {
+    if (r.kind == ActivityRecord::kApi) api_start.emplace(r.correlation, r.start);
+  }
+  CallSplit s;
+  uint64_t first = std::numeric_limits<uint64_t>::max(), last = 0;
+  uint64_t first_api = std::numeric_limits<uint64_t>::max();
+  bool unlaunched = false;  // a GPU activity no recorded API call of the call launched
+  uint64_t timer_end = 0;  // the end of the GPU work launched before the mark
+  for (const auto& r : records) {
+    if (r.kind != ActivityRecord::kGpu) continue;
+    auto api = api_start.find(r.correlation);
+    if (r.end < mark || (api != api_start.end() && api->second < mark)) {
+      timer_end = std::max(timer_end, r.end);  // launched before the call
+      continue;
+    }
+    ++s.gpu_activities;
+    first = std::min(first, r.start);
+    last = std::max(last, r.end);
+    if (api == api_start.end()) {
+      unlaunched = true;
+    } else {
+      first_api = std::min(first_api, api->second);
+    }
+  }
+  // Host time of the call from when the device was free of the timer's own work.
+  const uint64_t host_from = std::max(mark, timer_end);
+  s.host_ms = ret > host_from ? static_cast<double>(ret - host_from) / 1e6 : 0;
+  if (s.gpu_activities == 0) return s;
+  s.found = true;
+  // Without the launching API call of every activity, the time from the mark to the first
+  // activity is counted whole (pre), none of it as latency.
+  // (A GPU timestamp may read a little before its API call's: the clocks are two.)
+  const uint64_t pre_end = std::max(mark, unlaunched ? first : std::min(first_api, first));
+  s.pre_ms = static_cast<double>(pre_end - mark) / 1e6;
+  s.lat_ms = first > pre_end ? static_cast<double>(first - pre_end) / 1e6 : 0;
+  s.span_ms = static_cast<double>(last - first) / 1e6;
+  s.post_ms = ret > last ? static_cast<double>(ret - last) / 1e6 : 0;
+  return s;
+}
+
+namespace {
+
+constexpr size_t kBufferBytes = 4 << 20;
+
+struct Cupti {
+  decltype(&cuptiActivityRegisterCallbacks) register_callbacks = nullptr;
+  decltype(&cuptiActivityEnable) enable = nullptr;
+  decltype(&cuptiActivityDisable) disable = nullptr;
+  decltype(&cuptiActivityFlushAll) flush_all = nullptr;
+  decltype(&cuptiActivityGetNextRecord) next_record = nullptr;
+  decltype(&cuptiActivityGetNumDroppedRecords) num_dropped = nullptr;
+  decltype(&cuptiGetTimestamp) timestamp = nullptr;
+  decltype(&cuptiGetResultString) result_string = nullptr;
+};
+
+// Filled once by Load; read-only afterwards (the callbacks read it on CUPTI's thread).
+Cupti g_cupti;
+// One trace at a time (CUPTI's callbacks are process-wide).
+std::mutex g_active_mu;
+bool g_active = false;
+
+struct Pending {
+  std::mutex mu;
+  std::vector<ActivityRecord> records;
+  bool dropped = false;
+};
+Pending& GetPending() {
+  static auto* p = new Pending;
+  return *p;
+}
+
+const CUpti_ActivityKind kKinds[] = {
+    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+    CUPTI_ACTIVITY_KIND_MEMCPY2,           CUPTI_ACTIVITY_KIND_MEMSET,
+    CUPTI_ACTIVITY_KIND_RUNTIME,           CUPTI_ACTIVITY_KIND_DRIVER,
+};
+
+template <typename F>
+bool Sym(void* lib, const char* name, F* out, std::string* why_not) {
+  *out = reinterpret_cast<F>(dlsym(lib, name));
+  if (*out == nullptr) *why_not = std::string("CUPTI has no ") + name;
+  return *out != nullptr;
+}
+
+bool Load(std::string* why_not) {
+  // libtorch_cpu needs libcupti.so.13, so it is normally loaded already.
+  void* lib = dlopen("libcupti.so.13", RTLD_NOW | RTLD_GLOBAL);
+  if (lib == nullptr) {
+    const char* err = dlerror();
+    *why_not = std::string("cannot load libcupti.so.13: ") + (err ? err : "unknown error");
+    return false;
+  }
+  Cupti c;
+  if (!Sym(lib, "cuptiActivityRegisterCallbacks", &c.register_callbacks, why_not) ||
+      !Sym(lib, "cuptiActivityEnable", &c.enable, why_not) ||
+      !Sym(lib, "cuptiActivityDisable", &c.disable, why_not) ||
+      !Sym(lib, "cuptiActivityFlushAll", &c.flush_all, why_not) ||
+      !Sym(lib, "cuptiActivityGetNextRecord", &c.next_record, why_not) ||
+      !Sym(lib, "cuptiActivityGetNumDroppedRecords", &c.num_dropped, why_not) ||
+      !Sym(lib, "cuptiGetTimestamp", &c.timestamp, why_not) ||
+      !Sym(lib, "cuptiGetResultString", &c.result_string, why_not)) {
+    return false;
+  }
+  g_cupti = c;
+  return true;
+}
+
+std::string ResultString(CUptiResult r) {
+  const char* s = nullptr;
+  if (g_cupti.result_string) g_cupti.result_string(r, &s);
+  return s ? s : "CUPTI error " + std::to_string(static_cast<int>(r));
+}
+
+void CUPTIAPI BufferRequested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes));
+  *size = *buffer ? kBufferBytes : 0;
+  *max_records = 0;
+}
+
+template <typename T>
+ActivityRecord Gpu(const CUpti_Activity* r) {
+  const auto* a = reinterpret_cast<const T*>(r);
+  return {ActivityRecord::kGpu, a->start, a->end, a->correlationId};
+}
+
+void CUPTIAPI BufferCompleted(CUcontext context, uint32_t stream, uint8_t* buffer, size_t,
+                              size_t valid) {
+  std::vector<ActivityRecord> got;
+  CUpti_Activity* r = nullptr;
+  while (g_cupti.next_record(buffer, valid, &r) == CUPTI_SUCCESS) {
+    switch (r->kind) {
+      case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      case CUPTI_ACTIVITY_KIND_KERNEL:
+        got.push_back(Gpu<CUpti_ActivityKernel10>(r));
+        break;
+      case CUPTI_ACTIVITY_KIND_MEMCPY:
+        got.push_back(Gpu<CUpti_ActivityMemcpy6>(r));
+        break;
+      case CUPTI_ACTIVITY_KIND_MEMCPY2:
+        got.push_back(Gpu<CUpti_ActivityMemcpyPtoP4>(r));
+        break;
+      case CUPTI_ACTIVITY_KIND_MEMSET:
+        got.push_back(Gpu<CUpti_ActivityMemset4>(r));
+        break;
+      case CUPTI_ACTIVITY_KIND_RUNTIME:
+      case CUPTI_ACTIVITY_KIND_DRIVER: {
+        const auto* a = reinterpret_cast<const CUpti_ActivityAPI*>(r);
+        got.push_back({ActivityRecord::kApi, a->start, a->end, a->correlationId});
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  size_t dropped = 0;
+  g_cupti.num_dropped(context, stream, &dropped);
+  std::free(buffer);
+  Pending& p = GetPending();
+  std::lock_guard<std::mutex> lock(p.mu);
+  p.records.insert(p.records.end(), got.begin(), got.end());
+  p.dropped = p.dropped || dropped > 0;
+}
+
+}  // namespace
+
+std::unique_ptr<ActivityTrace> ActivityTrace::Start(std::string* why_not) {
+  std::lock_guard<std::mutex> lock(g_active_mu);
+  if (g_active) {
+    *why_not = "another activity trace is active in this process";
+    return nullptr;
+  }
+  if (g_cupti.enable == nullptr && !Load(why_not)) return nullptr;
+  CUptiResult r = g_cupti.register_callbacks(BufferRequested, BufferCompleted);
+  if (r != CUPTI_SUCCESS) {
+    *why_not = "cuptiActivityRegisterCallbacks: " + ResultString(r);
+    return nullptr;
+  }
+  for (CUpti_ActivityKind k : kKinds) {
+    r = g_cupti.enable(k);
+    if (r != CUPTI_SUCCESS) {
+      *why_not = "cuptiActivityEnable(" + std::to_string(static_cast<int>(k)) +
+                 "): " + ResultString(r);
+      for (CUpti_ActivityKind e : kKinds) g_cupti.disable(e);
+      return nullptr;
+    }
+  }
+  g_active = true;
+  return std::unique_ptr<ActivityTrace>(new ActivityTrace);
+}
+
+ActivityTrace::~ActivityTrace() {
+  for (CUpti_ActivityKind k : kKinds) g_cupti.disable(k);
+  g_cupti.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  Pending& p = GetPending();
+  std::lock_guard<std::mutex> lock(p.mu);
+  p.records.clear();
+  p.dropped = false;
+  std::lock_guard<std::mutex> active_lock(g_active_mu);
+  g_active = false;
+}
+
+uint64_t ActivityTrace::Now() const {
+  uint64_t t = 0;
+  g_cupti.timestamp(&t);
+  return t;
+}
+
+CallSplit ActivityTrace::Collect(uint64_t mark, uint64_t ret, bool* dropped) {
+  g_cupti.flush_all(0);
+  std::vector<ActivityRecord> records;
+  Pending& p = GetPending();
+  {
+    std::lock_guard<std::mutex> lock(p.mu);
+    records.swap(p.records);
+    *dropped = p.dropped;
+    p.dropped = false;
+  }
+  return SplitCall(records, mark, ret);
+}
+
+}  // namespace kforge::eval

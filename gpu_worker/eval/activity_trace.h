@@ -1,0 +1,83 @@
+// What one timed call did on the GPU, from CUPTI's activity records: every kernel, copy and
+// memset on any stream, and the host API call that launched each.
+//
+// The timing stage (timing.cc) marks the host clock right before it calls a program on a
+// drained device and right after the call returns and, once the device is idle again, asks
+// for the call's split:
+//
+//   pre   host time from the mark to the first API call that put work on the GPU
+//   lat   that call to the start of the first GPU activity (submission latency)
+//   span  the first GPU activity's start to the last one's end, over every stream, copy engine
+//         and memset (what the timing stage counts)
+//   post  host time from the last activity's end to the call's return, when the host was
+//         still busy then
+//   host  the call's host time from the later of the mark and the end of the GPU work
+//         launched before it (the timer's flush or pre-roll) to its return
+//
+// API and GPU records share one clock (CUPTI normalises GPU timestamps to the host's), so
+// `pre` and `span` are each read on a single clock. CUPTI comes from the libcupti the torch
+// wheel already loads (libtorch_cpu needs it), opened with dlopen so that kforge-eval also
+// starts where there is none (CPU mode).
+//
+// One process-wide instance: CUPTI's activity API has a single set of buffer callbacks.
+// Thread-safety: CUPTI may deliver buffers on its own thread; records are guarded by a mutex.
+// Mark and Collect are called from the timing thread only.
+#ifndef KFORGE_GPU_WORKER_EVAL_ACTIVITY_TRACE_H_
+#define KFORGE_GPU_WORKER_EVAL_ACTIVITY_TRACE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kforge::eval {
+
+// One record: a GPU activity (kernel, copy, memset) or an API call, on CUPTI's clock (ns).
+struct ActivityRecord {
+  enum Kind : uint8_t { kGpu, kApi };
+  Kind kind = kGpu;
+  uint64_t start = 0;
+  uint64_t end = 0;
+  uint32_t correlation = 0;  // links a GPU activity to the API call that launched it
+};
+
+struct CallSplit {
+  bool found = false;  // false: no GPU activity was recorded for the call
+  double pre_ms = 0, lat_ms = 0, span_ms = 0, post_ms = 0;
+  double host_ms = 0;  // set even when nothing was found
+  int gpu_activities = 0;
+  // From the mark to the later of the last activity's end and the return:
+  // pre + lat + span + post.
+  double window_ms() const { return pre_ms + lat_ms + span_ms + post_ms; }
+};
+
+// The split of one call whose records are `records` (any order), the call having begun at
+// host time `mark` and returned at `ret`. GPU activities launched by an API call that started
+// before `mark` (the timing stage's own flush) are left out; for GPU activities without a
+// recorded API call, the time from the mark to the first activity is all `pre`. Pure
+// function, so it is unit-tested without a GPU.
+CallSplit SplitCall(const std::vector<ActivityRecord>& records, uint64_t mark, uint64_t ret);
+
+class ActivityTrace {
+ public:
+  // Loads CUPTI and enables kernel, copy, memset, runtime and driver API records. Returns null
+  // and sets `why_not` when CUPTI cannot be loaded or enabled (another subscriber, no library).
+  static std::unique_ptr<ActivityTrace> Start(std::string* why_not);
+  ~ActivityTrace();  // disables the records and frees the buffers
+  ActivityTrace(const ActivityTrace&) = delete;
+  ActivityTrace& operator=(const ActivityTrace&) = delete;
+
+  // The current time on CUPTI's clock (ns).
+  uint64_t Now() const;
+  // Delivers every completed record (call it after the device is synchronised) and splits the
+  // records gathered since the previous Collect as one call from `mark` to `ret`. `dropped`
+  // is set when CUPTI dropped records since then (the split is then unreliable).
+  CallSplit Collect(uint64_t mark, uint64_t ret, bool* dropped);
+
+ private:
+  ActivityTrace() = default;
+};
+
+}  // namespace kforge::eval
+
+#endif  // KFORGE_GPU_WORKER_EVAL_ACTIVITY_TRACE_H_
