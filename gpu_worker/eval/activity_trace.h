@@ -1,9 +1,9 @@
 // What one timed call did on the GPU, from CUPTI's activity records: every kernel, copy and
 // memset on any stream, and the host API call that launched each.
 //
-// The timing stage (timing.cc) marks the host clock right before it calls a program on a
-// drained device and right after the call returns and, once the device is idle again, asks
-// for the call's split:
+// The timing stage (timing.cc) marks the host clock right before it records the start event
+// and calls a program, and right after the call returns and the end event is recorded; once
+// the device is idle again it asks for the call's split:
 //
 //   pre   host time from the mark to the first API call that put work on the GPU
 //   lat   that call to the start of the first GPU activity (submission latency)

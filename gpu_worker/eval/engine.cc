@@ -613,13 +613,13 @@ class Evaluation {
     if (req_.min_samples()) o.min_samples = req_.min_samples();
     if (req_.max_rel_stderr() > 0) o.max_rel_stderr = req_.max_rel_stderr();
     o.preroll_ms = o.cuda ? req_.timing_preroll_ms() : 0;
-    result_.set_timing_preroll_ms(o.preroll_ms);
     o.clock = req_.timing_clock() == "events" ? TimingClock::kEvents : TimingClock::kActivity;
     o.require_clock = req_.timing_clock() == "activity";
     o.time_cap_s = ctx_.timing_budget_s;
     TimingOutcome out = TimeInterleaved(ref, cand, sets, o);
     *result_.mutable_reference() = out.reference;
     *result_.mutable_candidate() = out.candidate;
+    result_.set_timing_preroll_ms(out.preroll_ms);
     result_.set_timing_clock(TimingClockName(out.clock));
     result_.set_timing_clock_note(out.clock_note);
     if (req_.keep_samples()) {

@@ -39,9 +39,10 @@ double Median(std::vector<double> v) {
 }
 
 // How far the events' interval may exceed the activity trace's window (pre + lat + span +
-// post) before the sample counts as device work the trace did not see: the two events' own
-// submission and recording, a few microseconds on an idle device.
-double UnaccountedSlackMs(double event_ms) { return std::max(0.02, 0.02 * event_ms); }
+// post) before the sample counts as device work the trace did not see: the difference of the
+// two events' submission latencies, which on the H200's host reached tens of microseconds in
+// slow phases (0.02 ms made 1-13 of a tiny program's samples fall back there).
+double UnaccountedSlackMs(double event_ms) { return std::max(0.05, 0.05 * event_ms); }
 
 }  // namespace
 
@@ -101,17 +102,32 @@ class Sampler {
     flush_ = at::empty({static_cast<int64_t>(flush_bytes_)},
                        at::TensorOptions().dtype(at::kByte).device(at::kCUDA, o_.device));
     cudaCtxResetPersistingL2Cache();
-    if (o_.preroll_ms > 0) LoadPreroll();
     clock_ = TimingClock::kEvents;
-    if (o_.clock != TimingClock::kActivity) return;
-    std::string why_not;
-    trace_ = ActivityTrace::Start(&why_not);
-    if (trace_) {
-      clock_ = TimingClock::kActivity;
-    } else if (o_.require_clock) {
-      throw std::runtime_error("kforge: the activity clock is not available: " + why_not);
-    } else {
-      clock_note_ = "activity clock not available (" + why_not + "); timed by CUDA events";
+    if (o_.clock == TimingClock::kActivity) {
+      std::string why_not;
+      trace_ = ActivityTrace::Start(&why_not);
+      if (trace_) {
+        clock_ = TimingClock::kActivity;
+      } else if (o_.require_clock) {
+        throw std::runtime_error("kforge: the activity clock is not available: " + why_not);
+      } else {
+        AddNote("activity clock not available (" + why_not + "); timed by CUDA events");
+      }
+    }
+    preroll_ms_ = o_.preroll_ms;
+    if (preroll_ms_ <= 0 && trace_ && o_.activity_preroll_ms > 0) {
+      preroll_ms_ = o_.activity_preroll_ms;
+      auto_preroll_ = true;
+    }
+    if (preroll_ms_ <= 0) return;
+    if (!auto_preroll_) {
+      LoadPreroll();
+      return;
+    }
+    try {
+      LoadPreroll();
+    } catch (const std::runtime_error& e) {
+      DropPreroll(e.what());
     }
   }
   ~Sampler() {
@@ -133,24 +149,34 @@ class Sampler {
       return s;
     }
     // The device drains before the start event is recorded, so nothing the program launches,
-    // on any stream, can run before it. (Letting the program launch while the flush still
-    // runs kept the host's launch latency out of the events and the timing far steadier, but
-    // work the program put on another stream could then run beside the flush, unseen:
-    // docs/decisions.md, "Timing: a device drained before the start event".) With a pre-roll
-    // (opt-in) the program launches while the pre-roll kernel holds every SM, once all of its
-    // blocks are resident: the launch latency stays out of the events and no kernel of the
-    // program's, on any stream, starts more than a few microseconds before the start event.
-    // What needs no SM still can: the program's host code and copy-engine transfers run beside
-    // the pre-roll, unseen (docs/decisions.md, "Timing: a pre-roll kernel that holds every SM").
+    // on any stream, can run before it. With a pre-roll (the activity clock's default) the
+    // program launches while the pre-roll kernel holds every SM, once all of its blocks are
+    // resident, so its launches queue. No kernel of the program's, on any stream, starts
+    // before the pre-roll's blocks retire; what needs no SM (host code, copy-engine
+    // transfers) can run beside it, which the activity trace sees and the events do not
+    // (docs/decisions.md, "Timing: a pre-roll kernel that holds every SM", "Timing: the
+    // activity clock").
     cudaStream_t stream = c10::cuda::getCurrentCUDAStream(o_.device).stream();
     if (!preroll_module_) Flush(stream);
     CheckCuda(cudaDeviceSynchronize(), "synchronize before sample");
-    if (preroll_module_) Preroll(stream);  // ends with the flush
-    CheckCuda(cudaEventRecord(start_, stream), "record start");
+    if (preroll_module_) {
+      try {
+        Preroll(stream);  // ends with the flush
+      } catch (const std::runtime_error& e) {
+        if (!auto_preroll_) throw;
+        DropPreroll(e.what());  // the default pre-roll gives way to the drained sample
+        Flush(stream);
+        CheckCuda(cudaDeviceSynchronize(), "synchronize before sample");
+      }
+    }
+    // The trace's window opens before the start event is recorded and closes after the end
+    // event is, so that the events' interval exceeds it only by the difference of the two
+    // events' own submission latencies (plus any device work the trace did not see).
     const uint64_t mark = trace_ ? trace_->Now() : 0;
+    CheckCuda(cudaEventRecord(start_, stream), "record start");
     p(set);
-    const uint64_t ret = trace_ ? trace_->Now() : 0;
     CheckCuda(cudaEventRecord(end_, stream), "record end");
+    const uint64_t ret = trace_ ? trace_->Now() : 0;
     CheckCuda(cudaEventSynchronize(end_), "wait for the end event");
     auto t_end = Clock::now();
     // Work the program left on other streams keeps the device busy past its end event.
@@ -179,18 +205,36 @@ class Sampler {
   TimingClock clock() const { return clock_; }
   const std::string& clock_note() const { return clock_note_; }
 
+  double preroll_ms() const { return preroll_module_ ? preroll_ms_ : 0; }
+
   // Times by the events from now on (the activity trace could not account for a warm-up
-  // sample), saying why.
+  // sample), saying why. The default pre-roll goes too: under the events clock the host code
+  // and copies of a call would run beside it unseen.
   void FallBackToEvents(const std::string& why) {
     trace_.reset();
     clock_ = TimingClock::kEvents;
-    clock_note_ = why;
+    AddNote(why);
+    if (auto_preroll_) DropPreroll("timed by CUDA events");
   }
 
  private:
   void Flush(cudaStream_t stream) {
     CheckCuda(cudaMemsetAsync(flush_.data_ptr(), ++flush_value_ & 0xff, flush_bytes_, stream),
               "L2 flush");
+  }
+
+  void AddNote(const std::string& note) {
+    clock_note_ += (clock_note_.empty() ? "" : "; ") + note;
+  }
+
+  // Samples without the pre-roll from now on (the drained sample), saying why.
+  void DropPreroll(const std::string& why) {
+    if (preroll_module_) {
+      cudaDeviceSynchronize();  // a refused pre-roll may still run, bounded in cycles
+      GetDriver().module_unload(preroll_module_);
+      preroll_module_ = nullptr;
+    }
+    AddNote("no timing pre-roll (" + why + ")");
   }
 
   void LoadPreroll() {
@@ -233,7 +277,7 @@ class Sampler {
   // resident. Throws when they were not resident together (the grid ran in waves, so other
   // kernels could have run beside it) or not within 5 s.
   void Preroll(cudaStream_t stream) {
-    unsigned long long duration_ns = static_cast<unsigned long long>(o_.preroll_ms * 1e6);
+    unsigned long long duration_ns = static_cast<unsigned long long>(preroll_ms_ * 1e6);
     // A bound in SM cycles for every wait, in case the global timer stalls: 8 cycles a
     // nanosecond is four times the duration at the highest SM clocks (about 2 GHz).
     long long max_cycles = static_cast<long long>(duration_ns) * 8 + 1000000;
@@ -268,6 +312,8 @@ class Sampler {
   const TimingOptions& o_;
   TimingClock clock_ = TimingClock::kHost;
   std::string clock_note_;
+  double preroll_ms_ = 0;     // the pre-roll asked for, or the activity clock's default
+  bool auto_preroll_ = false;  // the latter: it gives way to the drained sample on failure
   std::unique_ptr<ActivityTrace> trace_;
   cudaEvent_t start_ = nullptr, end_ = nullptr;
   CUmodule preroll_module_ = nullptr;
@@ -347,7 +393,6 @@ TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate
     }
   }
   out.clock = sampler.clock();
-  out.clock_note = sampler.clock_note();
   auto start = Clock::now();
   for (uint32_t i = 0; i < o.max_samples; ++i) {
     int set = static_cast<int>(i % num_sets);
@@ -363,6 +408,8 @@ TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate
     if (enough) break;
     if (out.ref.ms.size() >= 3 && Ms(Clock::now() - start) > o.time_cap_s * 1000) break;
   }
+  out.clock_note = sampler.clock_note();
+  out.preroll_ms = sampler.preroll_ms();
   out.reference = Summarise(out.ref.ms);
   out.candidate = Summarise(out.cand.ms);
   out.reference.set_event_fallbacks(out.ref.event_fallbacks);

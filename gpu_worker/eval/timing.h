@@ -14,7 +14,7 @@
 //    kernel or a copy, and it is where the host's noise lies (on the H200 the host time
 //    before a short program's first launch varied 30-90 us from second to second, the span
 //    by a few percent). A sample whose events' interval exceeds the trace's whole window
-//    (pre + lat + span + post) by more than max(0.02 ms, 2%) saw device work the trace did
+//    (pre + lat + span + post) by more than max(0.05 ms, 5%) saw device work the trace did
 //    not: a candidate's such sample is the events' interval, a reference's is left out. A
 //    warm-up sample of either program the trace cannot account for puts the whole
 //    evaluation on kEvents (clock_note says why).
@@ -57,6 +57,11 @@ struct TimingOptions {
   double time_cap_s = 20;
   int warmup = 3;
   double preroll_ms = 0;  // 0: none (the device is idle when the start event is recorded)
+  // With the activity clock and no `preroll_ms`, this pre-roll (0: none): long enough for a
+  // Python forward to queue a few launches on the H200's host (docs/decisions.md, "Timing:
+  // the activity clock"). It gives way to the drained sample where it cannot hold the GPU
+  // (another process on it, say), and goes with the activity clock.
+  double activity_preroll_ms = 0.2;
   // On a GPU: kActivity falls back to kEvents (saying why) when CUPTI cannot be used, unless
   // `require_clock`, which makes that an error. Ignored in CPU mode (kHost).
   TimingClock clock = TimingClock::kActivity;
@@ -80,7 +85,8 @@ struct TimingOutcome {
   v1::TimingStats candidate;
   ProgramSamples ref, cand;
   TimingClock clock = TimingClock::kHost;  // the clock used
-  std::string clock_note;  // why the activity clock was not used, when it was asked for
+  double preroll_ms = 0;                   // the pre-roll used at the end (0: none)
+  std::string clock_note;  // why the activity clock or a pre-roll was not used
   bool hidden_work = false;   // the candidate's tail far exceeds the reference's
   std::string hidden_work_detail;
 };

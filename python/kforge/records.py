@@ -57,6 +57,7 @@ class Timing:
     max_ms: float
     std_ms: float
     n: int
+    event_fallbacks: int = 0  # activity clock: samples timed by their CUDA events instead
 
 
 @dataclass(frozen=True)
@@ -119,6 +120,7 @@ class Evaluation:
     compiler_log: str = ""
     output_log: str = ""
     timing_preroll_ms: float = 0.0  # 0: timed from an idle device (all the coordinator runs)
+    timing_clock: str = ""  # "activity" (GPU span, CUPTI), "events" or "host" (CPU mode)
 
     @property
     def ok(self) -> bool:
@@ -143,7 +145,7 @@ class Evaluation:
             device=r.device, worker_id=rec.worker_id, client_ref=rec.client_ref,
             batch_id=rec.batch_id, attempts=rec.attempts, finished_at=rec.finished_at,
             compiler_log=r.compiler_log, output_log=r.output_log,
-            timing_preroll_ms=r.timing_preroll_ms)
+            timing_preroll_ms=r.timing_preroll_ms, timing_clock=r.timing_clock)
 
 
 @dataclass(frozen=True)

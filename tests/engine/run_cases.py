@@ -216,6 +216,9 @@ def samples_match(result):
     return True
 
 
+ACTIVITY_PREROLL_MS = 0.2  # TimingOptions::activity_preroll_ms
+
+
 def expected_clock(case):
     """The timing clock an `ok` result must report: the host's on the CPU; on a GPU the CUDA
     events' with a pre-roll or when asked for, else CUPTI's activity clock."""
@@ -229,12 +232,14 @@ def expected_clock(case):
 def judge(case, result):
     if not samples_match(result):
         return False
-    # An `ok` result says how it was timed: the requested pre-roll on a GPU, none on the CPU,
-    # and the clock.
-    timed_with = case["preroll_ms"] if case["device"] != "cpu" else 0
+    # An `ok` result says how it was timed: the requested pre-roll on a GPU, else the activity
+    # clock's default one (0.2 ms), none on the CPU or under the events clock; and the clock.
+    clock = expected_clock(case)
+    timed_with = (case["preroll_ms"] or (ACTIVITY_PREROLL_MS if clock == "activity" else 0)
+                  if case["device"] != "cpu" else 0)
     if result.get("verdict") == "ok" and (
             result.get("timing_preroll_ms", 0) != timed_with or
-            result.get("timing_clock") != expected_clock(case)):
+            result.get("timing_clock") != clock):
         return False
     want_verdict, want_rule = case["expect"]
     got_verdict, got_rule = result.get("verdict"), result.get("rule") or None
