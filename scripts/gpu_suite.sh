@@ -3,12 +3,14 @@
 # suite and the benchmarks. Logs and results go to $OUT (default /tmp/kforge-gpu); a short
 # table is printed last.
 #
-#   bash scripts/gpu_suite.sh [sections]     sections: unit,cases,bench (the default), probe
+#   bash scripts/gpu_suite.sh [sections]     sections: unit,cases,bench (the default), probe,
+#                                            tracecost
 #
 # unit: the engine's GoogleTest binaries (engine_unit_test, cpp_dialect_test, fs_lock_test),
 # whose GPU tests are skipped on machines without one; cases: tests/engine/run_cases.py on the
 # GPU; bench: gpu_worker/eval/bench/engine_bench.py; probe: gpu_worker/eval/bench/span_probe.py
-# (torch only, where a drained sample's time varies). Environment: CASES_ARGS, BENCH_ARGS,
+# (torch only, where a drained sample's time varies); tracecost: gpu_worker/eval/bench/
+# trace_cost.sh (what the activity trace costs host-bound programs). Environment: CASES_ARGS, BENCH_ARGS,
 # PROBE_ARGS (passed on), OUT, PYTHON, KERNELBENCH, GTEST_SOURCE.
 #
 # Expects: CUDA toolkit, python3 with torch 2.11 (its headers, libpython), protobuf 3.21 and
@@ -91,6 +93,11 @@ if [[ $SECTIONS == *bench* ]]; then
     "${kb_args[@]}" ${BENCH_ARGS:-} > "$OUT/bench.log" 2>&1
 fi
 
+if [[ $SECTIONS == *tracecost* ]]; then
+  OUT=$OUT KERNELBENCH=$KERNELBENCH bash gpu_worker/eval/bench/trace_cost.sh 2 \
+    > "$OUT/trace_cost_table.txt" 2>&1
+fi
+
 if [[ $SECTIONS == *probe* ]]; then
   "$PY" gpu_worker/eval/bench/span_probe.py --json "$OUT/span_probe.json" \
     ${PROBE_ARGS:---seconds 40} > "$OUT/span_probe.log" 2>&1
@@ -132,6 +139,7 @@ for k, v in b.items():
     if k.endswith("_error"): print(k, v)
 PYEOF
 [[ -f $OUT/span_probe.log ]] && sed -n '/^== spread/,$p' "$OUT/span_probe.log"
+[[ -f $OUT/trace_cost_table.txt ]] && cat "$OUT/trace_cost_table.txt"
 # Exit status: 0 when the build passed, no unit test binary and no case failed (benchmarks
 # report, they do not fail).
 [[ $unit_line != *failed:* ]] &&

@@ -34,7 +34,8 @@ namespace kforge::eval {
 
 // One record: a GPU activity (kernel, copy, memset) or an API call, on CUPTI's clock (ns).
 struct ActivityRecord {
-  enum Kind : uint8_t { kGpu, kApi };
+  // kTimer: the timing stage's own kernel (the pre-roll), known by its name.
+  enum Kind : uint8_t { kGpu, kApi, kTimer };
   Kind kind = kGpu;
   uint64_t start = 0;
   uint64_t end = 0;
@@ -53,16 +54,18 @@ struct CallSplit {
 
 // The split of one call whose records are `records` (any order), the call having begun at
 // host time `mark` and returned at `ret`. GPU activities launched by an API call that started
-// before `mark` (the timing stage's own flush) are left out; for GPU activities without a
-// recorded API call, the time from the mark to the first activity is all `pre`. Pure
-// function, so it is unit-tested without a GPU.
+// before `mark`, ended before it, or are kTimer (the timing stage's own flush and pre-roll) are
+// left out; for GPU activities without a recorded API call (or with API records off), the
+// time from the mark to the first activity is all `pre`. Pure function, so it is unit-tested
+// without a GPU.
 CallSplit SplitCall(const std::vector<ActivityRecord>& records, uint64_t mark, uint64_t ret);
 
 class ActivityTrace {
  public:
-  // Loads CUPTI and enables kernel, copy, memset, runtime and driver API records. Returns null
-  // and sets `why_not` when CUPTI cannot be loaded or enabled (another subscriber, no library).
-  static std::unique_ptr<ActivityTrace> Start(std::string* why_not);
+  // Loads CUPTI and enables kernel, copy and memset records, and with `api` runtime and driver
+  // API records (which only split `pre` from `lat`). Returns null and sets `why_not` when CUPTI
+  // cannot be loaded or enabled (another subscriber, no library).
+  static std::unique_ptr<ActivityTrace> Start(bool api, std::string* why_not);
   ~ActivityTrace();  // disables the records and frees the buffers
   ActivityTrace(const ActivityTrace&) = delete;
   ActivityTrace& operator=(const ActivityTrace&) = delete;

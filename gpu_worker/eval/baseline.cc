@@ -87,6 +87,7 @@ int RunBaseline(const BaselineOptions& o) {
       t.min_samples = o.min_samples;
       t.time_cap_s = o.per_task_cap_s;
       t.warmup = 2;
+      if (o.events_clock) t.clock = TimingClock::kEvents;
       TimingOutcome r = TimeInterleaved(ref, Program(), 1, t);
       char buf[256];
       std::snprintf(buf, sizeof buf,

@@ -17,6 +17,7 @@ struct BaselineOptions {
   std::string out_path;   // JSON lines; empty: stdout
   double per_task_cap_s = 2;
   unsigned min_samples = 10;
+  bool events_clock = false;  // --timing-clock events: time by CUDA events, no activity trace
 };
 
 // Returns the process exit status (0 unless the interpreter or device could not start).

@@ -127,6 +127,7 @@ int main(int argc, char** argv) {
     b.device = flags.count("device") ? flags["device"] : "cuda";
     b.out_path = flags["json"];
     b.per_task_cap_s = num("per-task-cap", 2);
+    b.events_clock = flags["timing-clock"] == "events";
     return eval::RunBaseline(b);
   }
 

@@ -100,6 +100,17 @@ TEST(SplitCallTest, HostTimeSpentWaitingForAPreRollIsNotTheCalls) {
   EXPECT_DOUBLE_EQ(queued.host_ms, 0);
   EXPECT_DOUBLE_EQ(queued.span_ms, 0.039);
   EXPECT_DOUBLE_EQ(SplitCall(r, 1000, 310000).host_ms, 0.010);
+  // Without API records the pre-roll is known by its name (kTimer); the rest is the same, and
+  // the time before the first activity is all `pre`.
+  std::vector<ActivityRecord> named = {{ActivityRecord::kTimer, 900, 300000, 2},
+                                       Gpu(301000, 340000, 6)};
+  CallSplit bare = SplitCall(named, 1000, 8000);
+  ASSERT_TRUE(bare.found);
+  EXPECT_EQ(bare.gpu_activities, 1);
+  EXPECT_DOUBLE_EQ(bare.host_ms, 0);
+  EXPECT_DOUBLE_EQ(bare.span_ms, 0.039);
+  EXPECT_DOUBLE_EQ(bare.pre_ms, 0.300);
+  EXPECT_DOUBLE_EQ(bare.lat_ms, 0);
 }
 
 TEST(SplitCallTest, AnActivityWithoutItsApiCallCountsEverythingBeforeIt) {
