@@ -410,7 +410,13 @@ TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate
                   RelStderrOfMedian(out.ref.ms) < o.max_rel_stderr &&
                   (!has_candidate || RelStderrOfMedian(out.cand.ms) < o.max_rel_stderr);
     if (enough) break;
-    if (out.ref.ms.size() >= 3 && Ms(Clock::now() - start) > o.time_cap_s * 1000) break;
+    if (i >= 2 && Ms(Clock::now() - start) > o.time_cap_s * 1000) break;
+  }
+  if (out.ref.ms.size() < 3) {
+    throw std::runtime_error(
+        "kforge: the activity trace could not account for the reference's calls (" +
+        std::to_string(out.ref.event_fallbacks) + " of " +
+        std::to_string(out.ref.event_fallbacks + out.ref.ms.size()) + " samples)");
   }
   out.clock_note = sampler.clock_note();
   out.preroll_ms = sampler.preroll_ms();
