@@ -5,8 +5,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <cstring>
-#include <iterator>
 #include <limits>
 #include <mutex>
 #include <unordered_map>
@@ -25,10 +23,9 @@ CallSplit SplitCall(const std::vector<ActivityRecord>& records, uint64_t mark, u
   bool unlaunched = false;  // a GPU activity no recorded API call of the call launched
   uint64_t timer_end = 0;  // the end of the GPU work launched before the mark
   for (const auto& r : records) {
-    if (r.kind == ActivityRecord::kApi) continue;
+    if (r.kind != ActivityRecord::kGpu) continue;
     auto api = api_start.find(r.correlation);
-    if (r.kind == ActivityRecord::kTimer || r.end < mark ||
-        (api != api_start.end() && api->second < mark)) {
+    if (r.end < mark || (api != api_start.end() && api->second < mark)) {
       timer_end = std::max(timer_end, r.end);  // launched before the call
       continue;
     }
@@ -54,6 +51,8 @@ CallSplit SplitCall(const std::vector<ActivityRecord>& records, uint64_t mark, u
   s.lat_ms = first > pre_end ? static_cast<double>(first - pre_end) / 1e6 : 0;
   s.span_ms = static_cast<double>(last - first) / 1e6;
   s.post_ms = ret > last ? static_cast<double>(ret - last) / 1e6 : 0;
+  const uint64_t window_end = std::max(last, ret);
+  s.window_ms = window_end > host_from ? static_cast<double>(window_end - host_from) / 1e6 : 0;
   return s;
 }
 
@@ -70,6 +69,7 @@ struct Cupti {
   decltype(&cuptiActivityGetNumDroppedRecords) num_dropped = nullptr;
   decltype(&cuptiGetTimestamp) timestamp = nullptr;
   decltype(&cuptiGetResultString) result_string = nullptr;
+  decltype(&cuptiGetVersion) version = nullptr;
 };
 
 // Filled once by Load; read-only afterwards (the callbacks read it on CUPTI's thread).
@@ -88,13 +88,11 @@ Pending& GetPending() {
   return *p;
 }
 
-const CUpti_ActivityKind kGpuKinds[] = {
+const CUpti_ActivityKind kKinds[] = {
     CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-    CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET};
-const CUpti_ActivityKind kApiKinds[] = {CUPTI_ACTIVITY_KIND_RUNTIME,
-                                        CUPTI_ACTIVITY_KIND_DRIVER};
-// The kinds enabled by the active trace (Start), disabled again by its destructor.
-std::vector<CUpti_ActivityKind> g_enabled;
+    CUPTI_ACTIVITY_KIND_MEMCPY2,           CUPTI_ACTIVITY_KIND_MEMSET,
+    CUPTI_ACTIVITY_KIND_RUNTIME,           CUPTI_ACTIVITY_KIND_DRIVER,
+};
 
 template <typename F>
 bool Sym(void* lib, const char* name, F* out, std::string* why_not) {
@@ -119,7 +117,16 @@ bool Load(std::string* why_not) {
       !Sym(lib, "cuptiActivityGetNextRecord", &c.next_record, why_not) ||
       !Sym(lib, "cuptiActivityGetNumDroppedRecords", &c.num_dropped, why_not) ||
       !Sym(lib, "cuptiGetTimestamp", &c.timestamp, why_not) ||
-      !Sym(lib, "cuptiGetResultString", &c.result_string, why_not)) {
+      !Sym(lib, "cuptiGetResultString", &c.result_string, why_not) ||
+      !Sym(lib, "cuptiGetVersion", &c.version, why_not)) {
+    return false;
+  }
+  // The records are read with this build's struct layouts (CUpti_ActivityKernel10, ...), which
+  // a library of another API version may not share.
+  uint32_t version = 0;
+  if (c.version(&version) != CUPTI_SUCCESS || version / 100 != CUPTI_API_VERSION / 100) {
+    *why_not = "libcupti.so.13 has API version " + std::to_string(version) + ", built against " +
+               std::to_string(CUPTI_API_VERSION);
     return false;
   }
   g_cupti = c;
@@ -151,15 +158,9 @@ void CUPTIAPI BufferCompleted(CUcontext context, uint32_t stream, uint8_t* buffe
   while (g_cupti.next_record(buffer, valid, &r) == CUPTI_SUCCESS) {
     switch (r->kind) {
       case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-      case CUPTI_ACTIVITY_KIND_KERNEL: {
-        ActivityRecord k = Gpu<CUpti_ActivityKernel10>(r);
-        const char* name = reinterpret_cast<const CUpti_ActivityKernel10*>(r)->name;
-        if (name != nullptr && std::strcmp(name, "kforge_preroll") == 0) {
-          k.kind = ActivityRecord::kTimer;
-        }
-        got.push_back(k);
+      case CUPTI_ACTIVITY_KIND_KERNEL:
+        got.push_back(Gpu<CUpti_ActivityKernel10>(r));
         break;
-      }
       case CUPTI_ACTIVITY_KIND_MEMCPY:
         got.push_back(Gpu<CUpti_ActivityMemcpy6>(r));
         break;
@@ -190,7 +191,7 @@ void CUPTIAPI BufferCompleted(CUcontext context, uint32_t stream, uint8_t* buffe
 
 }  // namespace
 
-std::unique_ptr<ActivityTrace> ActivityTrace::Start(bool api, std::string* why_not) {
+std::unique_ptr<ActivityTrace> ActivityTrace::Start(std::string* why_not) {
   std::lock_guard<std::mutex> lock(g_active_mu);
   if (g_active) {
     *why_not = "another activity trace is active in this process";
@@ -202,24 +203,21 @@ std::unique_ptr<ActivityTrace> ActivityTrace::Start(bool api, std::string* why_n
     *why_not = "cuptiActivityRegisterCallbacks: " + ResultString(r);
     return nullptr;
   }
-  std::vector<CUpti_ActivityKind> kinds(std::begin(kGpuKinds), std::end(kGpuKinds));
-  if (api) kinds.insert(kinds.end(), std::begin(kApiKinds), std::end(kApiKinds));
-  for (CUpti_ActivityKind k : kinds) {
+  for (CUpti_ActivityKind k : kKinds) {
     r = g_cupti.enable(k);
     if (r != CUPTI_SUCCESS) {
       *why_not = "cuptiActivityEnable(" + std::to_string(static_cast<int>(k)) +
                  "): " + ResultString(r);
-      for (CUpti_ActivityKind e : kinds) g_cupti.disable(e);
+      for (CUpti_ActivityKind e : kKinds) g_cupti.disable(e);
       return nullptr;
     }
   }
-  g_enabled = kinds;
   g_active = true;
   return std::unique_ptr<ActivityTrace>(new ActivityTrace);
 }
 
 ActivityTrace::~ActivityTrace() {
-  for (CUpti_ActivityKind k : g_enabled) g_cupti.disable(k);
+  for (CUpti_ActivityKind k : kKinds) g_cupti.disable(k);
   g_cupti.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   Pending& p = GetPending();
   std::lock_guard<std::mutex> lock(p.mu);

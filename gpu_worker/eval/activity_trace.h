@@ -34,8 +34,7 @@ namespace kforge::eval {
 
 // One record: a GPU activity (kernel, copy, memset) or an API call, on CUPTI's clock (ns).
 struct ActivityRecord {
-  // kTimer: the timing stage's own kernel (the pre-roll), known by its name.
-  enum Kind : uint8_t { kGpu, kApi, kTimer };
+  enum Kind : uint8_t { kGpu, kApi };
   Kind kind = kGpu;
   uint64_t start = 0;
   uint64_t end = 0;
@@ -47,25 +46,26 @@ struct CallSplit {
   double pre_ms = 0, lat_ms = 0, span_ms = 0, post_ms = 0;
   double host_ms = 0;  // set even when nothing was found
   int gpu_activities = 0;
-  // From the mark to the later of the last activity's end and the return:
-  // pre + lat + span + post.
-  double window_ms() const { return pre_ms + lat_ms + span_ms + post_ms; }
+  // From the later of the mark and the end of the timer's own work (flush, pre-roll: when the
+  // start event fires) to the later of the last activity's end and the return. The events'
+  // interval should not exceed it by more than the events' own latencies.
+  double window_ms = 0;
 };
 
 // The split of one call whose records are `records` (any order), the call having begun at
 // host time `mark` and returned at `ret`. GPU activities launched by an API call that started
-// before `mark`, ended before it, or are kTimer (the timing stage's own flush and pre-roll) are
-// left out; for GPU activities without a recorded API call (or with API records off), the
-// time from the mark to the first activity is all `pre`. Pure function, so it is unit-tested
-// without a GPU.
+// before `mark` (the timing stage's own flush and pre-roll) or ended before it are left out;
+// GPU activities without a recorded API call count as the call's, and the time from the mark
+// to the first of them is all `pre`. Pure function, so it is unit-tested without a GPU.
 CallSplit SplitCall(const std::vector<ActivityRecord>& records, uint64_t mark, uint64_t ret);
 
 class ActivityTrace {
  public:
-  // Loads CUPTI and enables kernel, copy and memset records, and with `api` runtime and driver
-  // API records (which only split `pre` from `lat`). Returns null and sets `why_not` when CUPTI
-  // cannot be loaded or enabled (another subscriber, no library).
-  static std::unique_ptr<ActivityTrace> Start(bool api, std::string* why_not);
+  // Loads CUPTI and enables kernel, copy, memset, runtime and driver API records (the API
+  // records tell the timer's own launches from the call's). Returns null and sets `why_not`
+  // when CUPTI cannot be loaded or enabled (another subscriber, no library, a library whose
+  // API version differs from the headers': its records could be laid out differently).
+  static std::unique_ptr<ActivityTrace> Start(std::string* why_not);
   ~ActivityTrace();  // disables the records and frees the buffers
   ActivityTrace(const ActivityTrace&) = delete;
   ActivityTrace& operator=(const ActivityTrace&) = delete;

@@ -54,6 +54,18 @@ void KeepSamples(const ProgramSamples& p, TimingClock clock, int sets, v1::Timin
   stats->set_input_sets(static_cast<uint32_t>(sets));
 }
 
+// A CUDA tensor's memory is device memory (cudaMalloc, the caching allocator), not pinned host
+// or managed memory; true for non-CUDA and empty tensors.
+bool InDeviceMemory(const at::Tensor& t) {
+  if (!t.is_cuda() || t.numel() == 0) return true;
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, t.data_ptr()) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return a.type == cudaMemoryTypeDevice;
+}
+
 double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 uint64_t SecretSeed(uint64_t requested) {
@@ -478,6 +490,15 @@ class Evaluation {
                      "lazy_tensor"};
     }
     for (size_t o = 0; o < cand.tensors.size(); ++o) {
+      if (!InDeviceMemory(cand.tensors[o])) {
+        // Pinned host memory can be tagged as a CUDA tensor; the host could then write an
+        // output with no kernel or copy the activity clock would see.
+        return Verdict{v1::VERDICT_REJECTED,
+                       "host_memory: output " + std::to_string(o) +
+                           " is a CUDA tensor whose memory is not device memory (pinned host or "
+                           "managed memory); outputs must live in device memory",
+                       "host_memory"};
+      }
       if (HoldsPoison(cand.tensors[o])) {
         return Verdict{v1::VERDICT_REJECTED,
                        "stale_memory: output " + std::to_string(o) +

@@ -34,7 +34,7 @@ const std::vector<Rule>& PythonRules() {
       {"forbidden_call", "patches a torch, time or numpy attribute",
        std::regex(R"(setattr\s*\(\s*(torch|time|np|numpy|F|nn)\b)")},
       {"forbidden_call", "starts a profiler (it would take over the timer's activity trace)",
-       std::regex(R"(\b(profiler|cupti|kineto)\b)")},
+       std::regex(R"(profiler|cupti|kineto)", std::regex::icase)},
       {"side_stream", "creates or switches CUDA streams (work the timer would not see)",
        std::regex(R"(cuda\.(Stream|stream|ExternalStream|set_stream)\b|torch\.Stream\b|cudaStreamCreate|\bStreamContext\b)")},
       {"try_except", "catches exceptions (a fallback can hide a failed kernel)",
@@ -89,6 +89,24 @@ RuleViolation RuleAt(const std::string& rule, const std::string& what, const std
 RuleViolation CheckCandidateSource(const std::string& source, v1::Dialect dialect,
                                    const std::string& task_source) {
   if (dialect == v1::DIALECT_CPP) return CheckCppSource(source, task_source);
+  // Over the whole text, strings included: C++ given to load_inline is not otherwise checked,
+  // and a kernel has no use for the profiling interface or for host functions queued on a
+  // stream (work the activity clock would not see).
+  static const std::regex kAnywhere(
+      R"(cupti|kineto|cudaLaunchHostFunc|cuLaunchHostFunc|cudaStreamAddCallback|cuStreamAddCallback)",
+      std::regex::icase);
+  {
+    std::istringstream raw(source);
+    std::string line;
+    for (int n = 1; std::getline(raw, line); ++n) {
+      if (std::regex_search(line, kAnywhere)) {
+        return RuleAt("forbidden_call",
+                      "uses the profiling interface or a host function on a stream (work the "
+                      "timer would not see)",
+                      source, n);
+      }
+    }
+  }
   std::string code = BlankStringsAndComments(source);
   std::istringstream lines(code);
   std::string line;

@@ -59,6 +59,8 @@ TEST(StaticChecksTest, EachRuleFiresWithItsLine) {
       {"s = torch.cuda.Stream()", "side_stream"},
       {"with torch.profiler.profile() as p: pass", "forbidden_call"},
       {"from torch.autograd import profiler", "forbidden_call"},
+      {"torch.autograd._enable_profiler()", "forbidden_call"},
+      {"src = 'cudaLaunchHostFunc(s, f, 0);'", "forbidden_call"},
       {"try:", "try_except"},
   };
   for (const Case& c : cases) {
@@ -164,6 +166,10 @@ TEST(StaticChecksTest, CppHostCodeRules) {
                 .rule,
             "forbidden_call");
   EXPECT_EQ(CheckCandidateSource(CppWithKernels("extern \"C\" int cuptiActivityDisable(int);"),
+                                 v1::DIALECT_CPP)
+                .rule,
+            "forbidden_call");
+  EXPECT_EQ(CheckCandidateSource(CppWithKernels("cudaStreamAddCallback(s, f, nullptr, 0);"),
                                  v1::DIALECT_CPP)
                 .rule,
             "forbidden_call");

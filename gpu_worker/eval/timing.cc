@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
 #include <numeric>
 #include <stdexcept>
 
@@ -106,10 +105,7 @@ class Sampler {
     clock_ = TimingClock::kEvents;
     if (o_.clock == TimingClock::kActivity) {
       std::string why_not;
-      // API records only split a call's host time before its first activity from the
-      // submission latency; KFORGE_TRACE_API=0 leaves them off (to measure what they cost).
-      const char* api = std::getenv("KFORGE_TRACE_API");
-      trace_ = ActivityTrace::Start(api == nullptr || std::string(api) != "0", &why_not);
+      trace_ = ActivityTrace::Start(&why_not);
       if (trace_) {
         clock_ = TimingClock::kActivity;
       } else if (o_.require_clock) {
@@ -200,7 +196,7 @@ class Sampler {
       // copy. Where the events saw device time the trace did not (untraced work, dropped
       // records), the events' interval is the sample.
       s.event_fallback = !s.split.found || dropped ||
-                         s.event_ms - s.split.window_ms() > UnaccountedSlackMs(s.event_ms);
+                         s.event_ms - s.split.window_ms > UnaccountedSlackMs(s.event_ms);
       if (!s.event_fallback) s.ms = std::max(s.split.span_ms, s.split.host_ms);
     }
     return s;
@@ -221,16 +217,6 @@ class Sampler {
     if (auto_preroll_) DropPreroll("timed by CUDA events");
   }
 
- private:
-  void Flush(cudaStream_t stream) {
-    CheckCuda(cudaMemsetAsync(flush_.data_ptr(), ++flush_value_ & 0xff, flush_bytes_, stream),
-              "L2 flush");
-  }
-
-  void AddNote(const std::string& note) {
-    clock_note_ += (clock_note_.empty() ? "" : "; ") + note;
-  }
-
   // Samples without the pre-roll from now on (the drained sample), saying why.
   void DropPreroll(const std::string& why) {
     if (preroll_module_) {
@@ -239,6 +225,16 @@ class Sampler {
       preroll_module_ = nullptr;
     }
     AddNote("no timing pre-roll (" + why + ")");
+  }
+
+ private:
+  void Flush(cudaStream_t stream) {
+    CheckCuda(cudaMemsetAsync(flush_.data_ptr(), ++flush_value_ & 0xff, flush_bytes_, stream),
+              "L2 flush");
+  }
+
+  void AddNote(const std::string& note) {
+    clock_note_ += (clock_note_.empty() ? "" : "; ") + note;
   }
 
   void LoadPreroll() {
@@ -404,7 +400,14 @@ TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate
     for (int k = 0; k < 2; ++k) {
       bool is_ref = (k == 0) == ref_first;
       if (!is_ref && !has_candidate) continue;
-      Add(sampler.Run(is_ref ? reference : candidate, set), is_ref, is_ref ? &out.ref : &out.cand);
+      Sample s = sampler.Run(is_ref ? reference : candidate, set);
+      if (s.event_fallback && !is_ref && sampler.preroll_ms() > 0) {
+        // The events do not see what ran beside the pre-roll: from now on, and for this
+        // sample again, the candidate is timed drained.
+        sampler.DropPreroll("the activity trace did not account for a candidate sample");
+        s = sampler.Run(candidate, set);
+      }
+      Add(s, is_ref, is_ref ? &out.ref : &out.cand);
     }
     bool enough = out.ref.ms.size() >= o.min_samples &&
                   RelStderrOfMedian(out.ref.ms) < o.max_rel_stderr &&

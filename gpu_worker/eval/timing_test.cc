@@ -69,7 +69,7 @@ TEST(SplitCallTest, SplitsHostWorkLatencyAndSpanAcrossStreams) {
   EXPECT_DOUBLE_EQ(s.lat_ms, 0.005);
   EXPECT_DOUBLE_EQ(s.span_ms, 0.130);
   EXPECT_DOUBLE_EQ(s.post_ms, 0);  // returned while the GPU still ran
-  EXPECT_DOUBLE_EQ(s.window_ms(), 0.155);
+  EXPECT_DOUBLE_EQ(s.window_ms, 0.155);
   EXPECT_DOUBLE_EQ(s.host_ms, 0.059);
 }
 
@@ -85,8 +85,10 @@ TEST(SplitCallTest, LeavesOutTheTimersOwnFlushAndCountsHostWorkAfterTheLastActiv
   EXPECT_DOUBLE_EQ(s.lat_ms, 0.005);
   EXPECT_DOUBLE_EQ(s.span_ms, 0.040);
   EXPECT_DOUBLE_EQ(s.post_ms, 0.040);
-  // The host time counts from the end of the flush (20000), which ran past the mark.
+  // The host time and the window count from the end of the flush (20000), which ran past the
+  // mark: the start event fired no earlier.
   EXPECT_DOUBLE_EQ(s.host_ms, 0.070);
+  EXPECT_DOUBLE_EQ(s.window_ms, 0.070);
 }
 
 TEST(SplitCallTest, HostTimeSpentWaitingForAPreRollIsNotTheCalls) {
@@ -100,17 +102,19 @@ TEST(SplitCallTest, HostTimeSpentWaitingForAPreRollIsNotTheCalls) {
   EXPECT_DOUBLE_EQ(queued.host_ms, 0);
   EXPECT_DOUBLE_EQ(queued.span_ms, 0.039);
   EXPECT_DOUBLE_EQ(SplitCall(r, 1000, 310000).host_ms, 0.010);
-  // Without API records the pre-roll is known by its name (kTimer); the rest is the same, and
-  // the time before the first activity is all `pre`.
-  std::vector<ActivityRecord> named = {{ActivityRecord::kTimer, 900, 300000, 2},
-                                       Gpu(301000, 340000, 6)};
-  CallSplit bare = SplitCall(named, 1000, 8000);
-  ASSERT_TRUE(bare.found);
-  EXPECT_EQ(bare.gpu_activities, 1);
-  EXPECT_DOUBLE_EQ(bare.host_ms, 0);
-  EXPECT_DOUBLE_EQ(bare.span_ms, 0.039);
-  EXPECT_DOUBLE_EQ(bare.pre_ms, 0.300);
-  EXPECT_DOUBLE_EQ(bare.lat_ms, 0);
+  // The window opens at the pre-roll's end, as the start event does: untraced work of 0.1 ms
+  // after the kernel (the events would read 0.139 ms) exceeds it.
+  EXPECT_DOUBLE_EQ(queued.window_ms, 0.040);
+}
+
+TEST(SplitCallTest, AKernelLaunchedByTheCallIsCountedWhateverItsName) {
+  // The timer's own work is told from the call's by when its API call started, not by name:
+  // a candidate kernel that calls itself kforge_preroll is still the call's.
+  std::vector<ActivityRecord> r = {Api(500, 2), Gpu(900, 300000, 2), Api(5000, 6),
+                                   Gpu(301000, 500000, 6), Api(6000, 7), Gpu(500000, 502000, 7)};
+  CallSplit s = SplitCall(r, 1000, 8000);
+  EXPECT_EQ(s.gpu_activities, 2);
+  EXPECT_DOUBLE_EQ(s.span_ms, 0.201);
 }
 
 TEST(SplitCallTest, AnActivityWithoutItsApiCallCountsEverythingBeforeIt) {
