@@ -10,7 +10,7 @@
 # whose GPU tests are skipped on machines without one; cases: tests/engine/run_cases.py on the
 # GPU; bench: gpu_worker/eval/bench/engine_bench.py; probe: gpu_worker/eval/bench/span_probe.py
 # (torch only, where a drained sample's time varies); tracecost: gpu_worker/eval/bench/
-# trace_cost.sh (what the activity trace costs host-bound programs). Environment: CASES_ARGS, BENCH_ARGS,
+# trace_cost.sh (eager references under the events and the activity clock). Environment: CASES_ARGS, BENCH_ARGS,
 # PROBE_ARGS (passed on), OUT, PYTHON, KERNELBENCH, GTEST_SOURCE.
 #
 # Expects: CUDA toolkit, python3 with torch 2.11 (its headers, libpython), protobuf 3.21 and

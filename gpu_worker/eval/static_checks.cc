@@ -90,10 +90,11 @@ RuleViolation CheckCandidateSource(const std::string& source, v1::Dialect dialec
                                    const std::string& task_source) {
   if (dialect == v1::DIALECT_CPP) return CheckCppSource(source, task_source);
   // Over the whole text, strings included: C++ given to load_inline is not otherwise checked,
-  // and a kernel has no use for the profiling interface or for host functions queued on a
-  // stream (work the activity clock would not see).
+  // and a kernel has no use for the profiling interface, for host functions queued on a
+  // stream (work the activity clock would not see) or for threads (whose launches could land
+  // in the reference's timed call).
   static const std::regex kAnywhere(
-      R"(cupti|kineto|cudaLaunchHostFunc|cuLaunchHostFunc|cudaStreamAddCallback|cuStreamAddCallback)",
+      R"(cupti|kineto|cudaLaunchHostFunc|cuLaunchHostFunc|cudaStreamAddCallback|cuStreamAddCallback|std\s*::\s*(thread|jthread|async)\b|pthread_create)",
       std::regex::icase);
   {
     std::istringstream raw(source);
@@ -101,8 +102,8 @@ RuleViolation CheckCandidateSource(const std::string& source, v1::Dialect dialec
     for (int n = 1; std::getline(raw, line); ++n) {
       if (std::regex_search(line, kAnywhere)) {
         return RuleAt("forbidden_call",
-                      "uses the profiling interface or a host function on a stream (work the "
-                      "timer would not see)",
+                      "uses the profiling interface, a host function on a stream or a thread "
+                      "(work the timer would not see or would misplace)",
                       source, n);
       }
     }

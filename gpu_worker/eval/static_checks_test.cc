@@ -61,6 +61,7 @@ TEST(StaticChecksTest, EachRuleFiresWithItsLine) {
       {"from torch.autograd import profiler", "forbidden_call"},
       {"torch.autograd._enable_profiler()", "forbidden_call"},
       {"src = 'cudaLaunchHostFunc(s, f, 0);'", "forbidden_call"},
+      {"cpp = 'std::thread t([] { launch(); });'", "forbidden_call"},
       {"try:", "try_except"},
   };
   for (const Case& c : cases) {

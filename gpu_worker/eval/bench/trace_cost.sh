@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What the activity clock's tracing costs host-bound programs: eager reference times of a few
-# KernelBench tasks (kforge-eval --baseline) under the events clock, the activity clock with
-# API records (the default) and without them (KFORGE_TRACE_API=0), in turns, ROUNDS times.
+# KernelBench tasks (kforge-eval --baseline) under the events clock and the activity clock, in
+# turns, ROUNDS times.
 #   bash gpu_worker/eval/bench/trace_cost.sh [ROUNDS]    (after scripts/gpu_suite.sh built it)
 # Environment: OUT (default /tmp/kforge-gpu), KERNELBENCH (default .gpu-carry/kernelbench).
 set -uo pipefail
@@ -17,11 +17,10 @@ for t in level3/16_DenseNet201 level3/10_ResNet101 level3/39_GRU level3/34_Vanil
   cp "$KB/$t.py" "$tasks/"
 done
 for ((i = 0; i < ROUNDS; i++)); do
-  for v in events api noapi; do
-    args=() env=()
+  for v in events activity; do
+    args=()
     [[ $v == events ]] && args=(--timing-clock events)
-    [[ $v == noapi ]] && env=(KFORGE_TRACE_API=0)
-    env "${env[@]}" "$EVAL" --baseline "$tasks" --device cuda --per-task-cap 1 "${args[@]}" \
+    "$EVAL" --baseline "$tasks" --device cuda --per-task-cap 1 "${args[@]}" \
       --json "$OUT/trace_cost_${v}_$i.jsonl" > /dev/null 2>> "$OUT/trace_cost.log"
   done
 done
@@ -29,7 +28,7 @@ python3 - "$OUT" "$ROUNDS" <<'PYEOF'
 import json, sys
 out, rounds = sys.argv[1], int(sys.argv[2])
 rows = {}
-for v in ("events", "api", "noapi"):
+for v in ("events", "activity"):
     for i in range(rounds):
         for line in open(f"{out}/trace_cost_{v}_{i}.jsonl"):
             r = json.loads(line)
@@ -39,5 +38,5 @@ print("== trace cost: median ms per round (clock) ==")
 for task, per in sorted(rows.items()):
     print(f"{task:45s} " + "  ".join(
         f"{v}=" + ",".join(f"{m:.3f}" if m is not None else "-" for m, _ in per.get(v, []))
-        for v in ("events", "api", "noapi")))
+        for v in ("events", "activity")))
 PYEOF
