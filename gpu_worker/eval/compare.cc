@@ -294,4 +294,14 @@ bool SharesMemory(const at::Tensor& a, const at::Tensor& b) {
   return a0 < b1 && b0 < a1;
 }
 
+bool InDeviceMemory(const at::Tensor& t) {
+  if (!t.is_cuda() || t.numel() == 0) return true;
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, t.data_ptr()) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return a.type == cudaMemoryTypeDevice;
+}
+
 }  // namespace kforge::eval

@@ -49,6 +49,11 @@ std::string CompareKernelSource(at::ScalarType type);
 // True when the two tensors' storages overlap (an output aliasing an input).
 bool SharesMemory(const at::Tensor& a, const at::Tensor& b);
 
+// False for a CUDA tensor whose memory is not device memory (cudaMalloc, torch's caching
+// allocator) but pinned host or managed memory tagged as CUDA, which the host can write with no
+// kernel or copy; true for other tensors and empty ones.
+bool InDeviceMemory(const at::Tensor& t);
+
 }  // namespace kforge::eval
 
 #endif  // KFORGE_GPU_WORKER_EVAL_COMPARE_H_

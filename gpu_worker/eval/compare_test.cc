@@ -125,6 +125,20 @@ TEST(CompareTest, KernelSourceCompilesWithNvrtc) {
 
 // The kernel and the host loop decide alike on large outputs (the GPU path needs 2^20
 // elements).
+TEST(CompareTest, PinnedHostMemoryTaggedAsCudaIsNotDeviceMemory) {
+  EXPECT_TRUE(InDeviceMemory(at::zeros({4})));  // not a CUDA tensor
+  if (!HaveGpu()) GTEST_SKIP() << "no GPU";
+  at::Tensor dev = at::zeros({1 << 20}, at::TensorOptions().device(at::kCUDA, 0));
+  EXPECT_TRUE(InDeviceMemory(dev));
+  EXPECT_TRUE(InDeviceMemory(dev.narrow(0, 8, 16)));
+  // The host_memory trick: pinned host memory wrapped as a CUDA tensor (UVA makes it usable
+  // by kernels, and the host writes it directly).
+  at::Tensor pinned = at::zeros({1024}, at::TensorOptions().pinned_memory(true));
+  at::Tensor tagged = at::from_blob(pinned.data_ptr(), {1024},
+                                    at::TensorOptions().device(at::kCUDA, 0));
+  EXPECT_FALSE(InDeviceMemory(tagged));
+}
+
 TEST(CompareTest, DeviceAndHostAgree) {
   if (!HaveGpu()) GTEST_SKIP() << "no GPU";
   for (at::ScalarType t : {at::kFloat, at::kHalf, at::kBFloat16, at::kDouble, at::kInt}) {

@@ -54,18 +54,6 @@ void KeepSamples(const ProgramSamples& p, TimingClock clock, int sets, v1::Timin
   stats->set_input_sets(static_cast<uint32_t>(sets));
 }
 
-// A CUDA tensor's memory is device memory (cudaMalloc, the caching allocator), not pinned host
-// or managed memory; true for non-CUDA and empty tensors.
-bool InDeviceMemory(const at::Tensor& t) {
-  if (!t.is_cuda() || t.numel() == 0) return true;
-  cudaPointerAttributes a{};
-  if (cudaPointerGetAttributes(&a, t.data_ptr()) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  return a.type == cudaMemoryTypeDevice;
-}
-
 double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 uint64_t SecretSeed(uint64_t requested) {
