@@ -119,7 +119,7 @@ class Evaluation:
     finished_at: str = ""
     compiler_log: str = ""
     output_log: str = ""
-    timing_preroll_ms: float = 0.0  # 0: timed from an idle device (all the coordinator runs)
+    timing_preroll_ms: float = 0.0  # the pre-roll used (0.2 by default with the activity clock)
     timing_clock: str = ""  # "activity" (GPU span, CUPTI), "events" or "host" (CPU mode)
 
     @property

@@ -24,6 +24,9 @@ def ok_record() -> jobs_pb2.EvaluationRecord:
     rec.result.reference.n = 20
     rec.result.candidate.median_ms = 2.0
     rec.result.candidate.n = 30
+    rec.result.candidate.event_fallbacks = 2
+    rec.result.timing_clock = "activity"
+    rec.result.timing_preroll_ms = 0.2
     rec.result.correctness.trials = 5
     rec.result.correctness.trials_passed = 5
     rec.result.system.gpu_name = "NVIDIA H100"
@@ -55,6 +58,7 @@ def test_an_ok_evaluation_keeps_speedup_timings_and_system():
     assert e.reference == kforge.Timing(median_ms=5.0, mean_ms=0, min_ms=0, max_ms=0, std_ms=0,
                                         n=20)
     assert e.candidate.median_ms == 2.0
+    assert (e.timing_clock, e.timing_preroll_ms, e.candidate.event_fallbacks) == ("activity", 0.2, 2)
     assert e.correctness.trials_passed == 5
     assert e.system.gpu_name == "NVIDIA H100"
     assert (e.dialect, e.client_ref, e.attempts) == ("nvrtc", "0", 1)
