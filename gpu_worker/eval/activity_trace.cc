@@ -25,7 +25,10 @@ CallSplit SplitCall(const std::vector<ActivityRecord>& records, uint64_t mark, u
   for (const auto& r : records) {
     if (r.kind != ActivityRecord::kGpu) continue;
     auto api = api_start.find(r.correlation);
-    if (r.end < mark || (api != api_start.end() && api->second < mark)) {
+    // The timer's own: launched before the mark, or (its API record missing) already running
+    // then; the call launches nothing before the mark.
+    const bool launched_before = api != api_start.end() ? api->second < mark : r.start < mark;
+    if (r.end < mark || launched_before) {
       timer_end = std::max(timer_end, r.end);  // launched before the call
       continue;
     }

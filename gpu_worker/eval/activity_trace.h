@@ -54,9 +54,10 @@ struct CallSplit {
 
 // The split of one call whose records are `records` (any order), the call having begun at
 // host time `mark` and returned at `ret`. GPU activities launched by an API call that started
-// before `mark` (the timing stage's own flush and pre-roll) or ended before it are left out;
-// GPU activities without a recorded API call count as the call's, and the time from the mark
-// to the first of them is all `pre`. Pure function, so it is unit-tested without a GPU.
+// before `mark` (the timing stage's own flush and pre-roll), or without a recorded API call and
+// already running at `mark`, or ended before it, are left out; other GPU activities without a
+// recorded API call count as the call's, and the time from the mark to the first of them is
+// all `pre`. Pure function, so it is unit-tested without a GPU.
 CallSplit SplitCall(const std::vector<ActivityRecord>& records, uint64_t mark, uint64_t ret);
 
 class ActivityTrace {

@@ -295,13 +295,14 @@ bool SharesMemory(const at::Tensor& a, const at::Tensor& b) {
 }
 
 bool InDeviceMemory(const at::Tensor& t) {
-  if (!t.is_cuda() || t.numel() == 0) return true;
+  // Sparse and other storage-less outputs are left to the comparison's own checks.
+  if (!t.is_cuda() || t.numel() == 0 || !t.has_storage()) return true;
   cudaPointerAttributes a{};
   if (cudaPointerGetAttributes(&a, t.data_ptr()) != cudaSuccess) {
     cudaGetLastError();
     return false;
   }
-  return a.type == cudaMemoryTypeDevice;
+  return a.type == cudaMemoryTypeDevice && a.hostPointer == nullptr;
 }
 
 }  // namespace kforge::eval

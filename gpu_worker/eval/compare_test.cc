@@ -123,8 +123,6 @@ TEST(CompareTest, KernelSourceCompilesWithNvrtc) {
   EXPECT_THROW(CompareKernelSource(at::kComplexFloat), std::invalid_argument);
 }
 
-// The kernel and the host loop decide alike on large outputs (the GPU path needs 2^20
-// elements).
 TEST(CompareTest, PinnedHostMemoryTaggedAsCudaIsNotDeviceMemory) {
   EXPECT_TRUE(InDeviceMemory(at::zeros({4})));  // not a CUDA tensor
   if (!HaveGpu()) GTEST_SKIP() << "no GPU";
@@ -139,6 +137,8 @@ TEST(CompareTest, PinnedHostMemoryTaggedAsCudaIsNotDeviceMemory) {
   EXPECT_FALSE(InDeviceMemory(tagged));
 }
 
+// The kernel and the host loop decide alike on large outputs (the GPU path needs 2^20
+// elements).
 TEST(CompareTest, DeviceAndHostAgree) {
   if (!HaveGpu()) GTEST_SKIP() << "no GPU";
   for (at::ScalarType t : {at::kFloat, at::kHalf, at::kBFloat16, at::kDouble, at::kInt}) {

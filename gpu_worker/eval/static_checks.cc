@@ -94,7 +94,7 @@ RuleViolation CheckCandidateSource(const std::string& source, v1::Dialect dialec
   // stream (work the activity clock would not see) or for threads (whose launches could land
   // in the reference's timed call).
   static const std::regex kAnywhere(
-      R"(cupti|kineto|cudaLaunchHostFunc|cuLaunchHostFunc|cudaStreamAddCallback|cuStreamAddCallback|std\s*::\s*(thread|jthread|async)\b|pthread_create)",
+      R"(cupti|kineto|cudaLaunchHostFunc|cuLaunchHostFunc|cudaStreamAddCallback|cuStreamAddCallback|GraphAddHostNode|std\s*::\s*(thread|jthread|async)\b|pthread_create|at\s*::\s*launch\b|\bdl(open|sym|mopen)\b|RTLD_|GetDriverEntryPoint|GetProcAddress)",
       std::regex::icase);
   {
     std::istringstream raw(source);

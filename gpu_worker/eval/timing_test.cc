@@ -115,6 +115,13 @@ TEST(SplitCallTest, AKernelLaunchedByTheCallIsCountedWhateverItsName) {
   CallSplit s = SplitCall(r, 1000, 8000);
   EXPECT_EQ(s.gpu_activities, 2);
   EXPECT_DOUBLE_EQ(s.span_ms, 0.201);
+  // Without its API record (dropped), the pre-roll, running at the mark, is still the timer's.
+  std::vector<ActivityRecord> no_api = {Gpu(900, 300000, 2), Api(5000, 6),
+                                        Gpu(301000, 340000, 6)};
+  CallSplit bare = SplitCall(no_api, 1000, 8000);
+  EXPECT_EQ(bare.gpu_activities, 1);
+  EXPECT_DOUBLE_EQ(bare.span_ms, 0.039);
+  EXPECT_DOUBLE_EQ(bare.host_ms, 0);
 }
 
 TEST(SplitCallTest, AnActivityWithoutItsApiCallCountsEverythingBeforeIt) {
