@@ -96,24 +96,18 @@ RuleViolation CheckCandidateSource(const std::string& source, v1::Dialect dialec
   static const std::regex kAnywhere(
       R"(cupti|kineto|cudaLaunchHostFunc|cuLaunchHostFunc|cudaStreamAddCallback|cuStreamAddCallback|GraphAddHostNode|std\s*::\s*(thread|jthread|async)\b|pthread_create|at\s*::\s*launch\b|\bdl(open|sym|mopen)\b|RTLD_|GetDriverEntryPoint|GetProcAddress)",
       std::regex::icase);
-  {
-    std::istringstream raw(source);
-    std::string line;
-    for (int n = 1; std::getline(raw, line); ++n) {
-      if (std::regex_search(line, kAnywhere)) {
-        return RuleAt("forbidden_call",
-                      "uses the profiling interface, a host function on a stream or a thread "
-                      "(work the timer would not see or would misplace)",
-                      source, n);
-      }
-    }
-  }
   std::string code = BlankStringsAndComments(source);
-  std::istringstream lines(code);
-  std::string line;
+  std::istringstream lines(code), raw_lines(source);
+  std::string line, raw;
   int n = 0;
-  while (std::getline(lines, line)) {
+  while (std::getline(lines, line) && std::getline(raw_lines, raw)) {
     ++n;
+    if (std::regex_search(raw, kAnywhere)) {
+      return RuleAt("forbidden_call",
+                    "uses the profiling interface, a host function on a stream or a thread "
+                    "(work the timer would not see or would misplace)",
+                    source, n);
+    }
     for (const Rule& r : PythonRules()) {
       if (std::regex_search(line, r.pattern)) return RuleAt(r.id, r.what, source, n);
     }

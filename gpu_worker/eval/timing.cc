@@ -219,6 +219,11 @@ class Sampler {
     if (auto_preroll_) DropPreroll("timed by CUDA events");
   }
 
+  // Adds to the note that says how the samples were taken.
+  void AddNote(const std::string& note) {
+    clock_note_ += (clock_note_.empty() ? "" : "; ") + note;
+  }
+
  private:
   // Samples without the pre-roll from now on (the drained sample), saying why.
   void DropPreroll(const std::string& why) {
@@ -233,10 +238,6 @@ class Sampler {
   void Flush(cudaStream_t stream) {
     CheckCuda(cudaMemsetAsync(flush_.data_ptr(), ++flush_value_ & 0xff, flush_bytes_, stream),
               "L2 flush");
-  }
-
-  void AddNote(const std::string& note) {
-    clock_note_ += (clock_note_.empty() ? "" : "; ") + note;
   }
 
   void LoadPreroll() {
@@ -382,14 +383,13 @@ TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate
       // A program the trace cannot account for once warmed up is timed by the events, both
       // programs alike.
       if (s.event_fallback && i == o.warmup - 1) {
+        const std::string whose = is_ref ? "reference's" : "candidate's";
         if (o.require_clock) {
           throw std::runtime_error(
-              "kforge: the activity clock cannot account for the " +
-              std::string(is_ref ? "reference's" : "candidate's") +
+              "kforge: the activity clock cannot account for the " + whose +
               " call (no GPU activity recorded, or device work the trace did not see)");
         }
-        sampler.FallBackToEvents(std::string("the activity trace did not account for the ") +
-                                 (is_ref ? "reference's" : "candidate's") +
+        sampler.FallBackToEvents("the activity trace did not account for the " + whose +
                                  " warm-up call; timed by CUDA events");
       }
     }
@@ -397,7 +397,6 @@ TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate
   out.clock = sampler.clock();
   auto start = Clock::now();
   bool cand_drained = false;  // the candidate's samples without the pre-roll (see below)
-  std::string cand_note;
   for (uint32_t i = 0; i < o.max_samples; ++i) {
     int set = static_cast<int>(i % num_sets);
     bool ref_first = (i % 2) == 0;
@@ -411,9 +410,9 @@ TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate
         // sample counts as a fallback.
         cand_drained = true;
         ++out.cand.event_fallbacks;
-        cand_note = "the candidate timed without the pre-roll from iteration " +
-                    std::to_string(i) +
-                    " (the activity trace did not account for a sample under it)";
+        sampler.AddNote("the candidate timed without the pre-roll from iteration " +
+                        std::to_string(i) +
+                        " (the activity trace did not account for a sample under it)");
         s = sampler.Run(candidate, set, false);
       }
       Add(s, is_ref, is_ref ? &out.ref : &out.cand);
@@ -431,7 +430,6 @@ TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate
         std::to_string(out.ref.event_fallbacks + out.ref.ms.size()) + " samples)");
   }
   out.clock_note = sampler.clock_note();
-  if (!cand_note.empty()) out.clock_note += (out.clock_note.empty() ? "" : "; ") + cand_note;
   out.preroll_ms = sampler.preroll_ms();
   out.reference = Summarise(out.ref.ms);
   out.candidate = Summarise(out.cand.ms);
