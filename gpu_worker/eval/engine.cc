@@ -28,8 +28,12 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr uint32_t kDefaultTrials = 5;
+// Timing inputs are fresh for every iteration when get_inputs() and the copy for the candidate
+// take at most this long; otherwise up to kTimingInputSets sets rotate, fewer above
+// kMaxTimingSetBytes.
+constexpr double kFreshInputsMaxMs = 25;
 constexpr int kTimingInputSets = 3;
-constexpr int64_t kMaxTimingSetBytes = 4LL << 30;  // fewer rotating sets above this
+constexpr int64_t kMaxTimingSetBytes = 4LL << 30;
 constexpr double kMaxPrerollMs = 5;  // EvalRequest.timing_preroll_ms
 
 std::string FormatMs(double ms) {
@@ -413,6 +417,24 @@ class Evaluation {
     }
   }
 
+  // The tolerance for outputs like the reference's `ref`, as the correctness report states it.
+  Tolerance TaskTolerance(const Outputs& ref) {
+    Tolerance tol = DefaultTolerance(
+        ref.tensors.empty() ? at::kFloat : ref.tensors[0].scalar_type(), req_.atol(), req_.rtol());
+    auto* report = result_.mutable_correctness();
+    report->set_atol(tol.atol);
+    report->set_rtol(tol.rtol);
+    return tol;
+  }
+
+  // The worst errors over every comparison (trials and timed iterations).
+  void RecordErrors(const Comparison& cmp) {
+    auto* report = result_.mutable_correctness();
+    report->set_max_abs_error(std::max(report->max_abs_error(), cmp.max_abs_error));
+    report->set_max_rel_error(std::max(report->max_rel_error(), cmp.max_rel_error));
+    report->set_whole_rel_error(std::max(report->whole_rel_error(), cmp.whole_rel_error));
+  }
+
   // One correctness trial with inputs from `seed`, adding its time to `times`.
   // `rule_on_mismatch` names the rule when a mismatch means a hack rather than a wrong kernel
   // (after timing: output caching).
@@ -535,16 +557,9 @@ class Evaluation {
         }
       }
     }
-    Tolerance tol = DefaultTolerance(
-        ref.tensors.empty() ? at::kFloat : ref.tensors[0].scalar_type(), req_.atol(), req_.rtol());
-    Comparison cmp = CompareOutputs(ref.tensors, cand.tensors, tol);
+    Comparison cmp = CompareOutputs(ref.tensors, cand.tensors, TaskTolerance(ref));
     count(&TrialTimes::compare);
-    auto* report = result_.mutable_correctness();
-    report->set_atol(tol.atol);
-    report->set_rtol(tol.rtol);
-    report->set_max_abs_error(std::max(report->max_abs_error(), cmp.max_abs_error));
-    report->set_max_rel_error(std::max(report->max_rel_error(), cmp.max_rel_error));
-    report->set_whole_rel_error(std::max(report->whole_rel_error(), cmp.whole_rel_error));
+    RecordErrors(cmp);
     if (!cmp.ok) {
       if (rule_on_mismatch) {
         return Verdict{v1::VERDICT_REJECTED,
@@ -585,35 +600,113 @@ class Evaluation {
     return v;
   }
 
+  // One iteration's inputs: the reference's and the candidate's own copy.
+  struct TimedInputs {
+    py::list ref, cand;
+    std::vector<at::Tensor> cand_tensors;  // the cpp dialect's view of `cand`
+  };
+
+  TimedInputs MakeTimedInputs(uint64_t seed) {
+    SeedAll(seed);
+    TimedInputs in;
+    in.ref = ToDevice(CallOnDevice(task_.attr("get_inputs"), target_), target_);
+    in.cand = CloneInputs(in.ref);
+    in.cand_tensors = TensorsOf(in.cand);
+    return in;
+  }
+
+  // After a timed iteration: the candidate's outputs must match the reference's on the same
+  // inputs and live in device memory, as in the trials. A candidate that behaves only while
+  // untimed (a result memoised for inputs seen before, work skipped once the calls come fast)
+  // is caught here.
+  std::optional<Verdict> CheckTimedOutputs(uint32_t iteration, const py::object& ref_out,
+                                           const py::object& cand_out,
+                                           const std::vector<at::Tensor>& cand_cpp_out) {
+    const std::string where = "iteration " + std::to_string(iteration) + " of the timing stage";
+    Outputs ref = OutputsToTensors(ref_out);
+    if (!ref.error.empty()) {
+      return Verdict{v1::VERDICT_RUNTIME_ERROR, "the reference " + ref.error, "task_error"};
+    }
+    Outputs cand;
+    if (cpp_) {
+      cand.tensors = cand_cpp_out;
+    } else {
+      cand = OutputsToTensors(cand_out);
+    }
+    std::string wrong;
+    if (!cand.error.empty()) wrong = "the candidate " + cand.error;
+    if (cand.subclass) wrong = "the candidate returned a torch.Tensor subclass";
+    for (size_t o = 0; wrong.empty() && o < cand.tensors.size(); ++o) {
+      if (!InDeviceMemory(cand.tensors[o])) {
+        return Verdict{v1::VERDICT_REJECTED,
+                       "host_memory: in " + where + ", output " + std::to_string(o) +
+                           " is a CUDA tensor whose memory is not device memory",
+                       "host_memory"};
+      }
+    }
+    if (wrong.empty()) {
+      Comparison cmp = CompareOutputs(ref.tensors, cand.tensors, TaskTolerance(ref));
+      RecordErrors(cmp);
+      if (!cmp.ok) wrong = cmp.reason;
+    }
+    if (wrong.empty()) return std::nullopt;
+    return Verdict{v1::VERDICT_REJECTED,
+                   "timed_outputs: correct during the trials but wrong in " + where +
+                       " against the reference on the same inputs (" + wrong + ")",
+                   "timed_outputs"};
+  }
+
   std::optional<Verdict> Timing(v1::Dialect dialect) {
     SampleClocks(target_.cuda ? target_.index : -1, result_.mutable_system());
-    std::vector<py::list> ref_sets, cand_sets;
-    int64_t set_bytes = 0;
-    for (int k = 0; k < kTimingInputSets; ++k) {
-      SeedAll(DeriveSeed(seed_, 500 + k));
-      py::list inputs = ToDevice(CallOnDevice(task_.attr("get_inputs"), target_), target_);
-      for (const auto& t : TensorsOf(inputs)) set_bytes += k == 0 ? t.nbytes() : 0;
-      ref_sets.push_back(inputs);
-      cand_sets.push_back(CloneInputs(inputs));
-      if (set_bytes * (k + 2) > kMaxTimingSetBytes) break;
+    // Fresh inputs for every iteration, so that no call sees inputs an earlier call saw: an
+    // output memoised by input pointer or content cannot be replayed. Where get_inputs() is
+    // too slow for that, up to kTimingInputSets sets rotate (docs/evaluation.md).
+    std::vector<TimedInputs> sets;
+    auto made = Clock::now();
+    sets.push_back(MakeTimedInputs(DeriveSeed(seed_, 1000)));
+    Synchronize();
+    const double make_ms = Since(made) * 1000;
+    const bool fresh = make_ms <= kFreshInputsMaxMs;
+    if (!fresh) {
+      int64_t set_bytes = 0;
+      for (const auto& t : TensorsOf(sets[0].ref)) set_bytes += t.nbytes();
+      for (int k = 1; k < kTimingInputSets && set_bytes * (k + 1) <= kMaxTimingSetBytes; ++k) {
+        sets.push_back(MakeTimedInputs(DeriveSeed(seed_, 500 + k)));
+      }
     }
-    int sets = static_cast<int>(ref_sets.size());
+    py::object ref_out = py::none(), cand_out = py::none();
+    std::vector<at::Tensor> cand_cpp_out;
+    std::optional<Verdict> timed_verdict;
+    uint32_t iterations = 0;
+    IterationHooks hooks;
+    hooks.before = [&](uint32_t it) {
+      iterations = it + 1;
+      if (!fresh) return static_cast<int>(it % sets.size());
+      if (it > 0) {
+        sets.clear();  // freed before the next set is made
+        sets.push_back(MakeTimedInputs(DeriveSeed(seed_, 1000 + it)));
+      }
+      return 0;
+    };
+    hooks.after = [&](uint32_t it) {
+      timed_verdict = CheckTimedOutputs(it, ref_out, cand_out, cand_cpp_out);
+      ref_out = cand_out = py::none();  // freed outside the timed region
+      cand_cpp_out.clear();
+      return !timed_verdict;
+    };
     Program ref = [&](int s) {
       at::NoGradGuard g;
-      ref_model_(*ref_sets[s]);
+      ref_out = ref_model_(*sets[s].ref);
     };
-    std::vector<std::vector<at::Tensor>> cand_tensor_sets;
-    for (const auto& set : cand_sets) cand_tensor_sets.push_back(TensorsOf(set));
     Program cand = [&](int s) {
       if (cpp_) {
         // Tensors prepared outside the timed region: nothing touches Python here.
-        std::vector<at::Tensor> out;
-        CppCallStatus st = cpp_->Forward(cand_tensor_sets[s], &out);
+        CppCallStatus st = cpp_->Forward(sets[s].cand_tensors, &cand_cpp_out);
         if (!st.ok()) throw std::runtime_error("cpp: " + st.error);
         return;
       }
       at::NoGradGuard g;
-      cand_model_(*cand_sets[s]);
+      cand_out = cand_model_(*sets[s].cand);
     };
     TimingOptions o;
     o.cuda = target_.cuda;
@@ -625,15 +718,18 @@ class Evaluation {
     o.clock = req_.timing_clock() == "events" ? TimingClock::kEvents : TimingClock::kActivity;
     o.require_clock = req_.timing_clock() == "activity";
     o.time_cap_s = ctx_.timing_budget_s;
-    TimingOutcome out = TimeInterleaved(ref, cand, sets, o);
+    TimingOutcome out = TimeInterleaved(ref, cand, 1, o, hooks);
+    if (timed_verdict) return timed_verdict;
+    const int input_sets = fresh ? static_cast<int>(iterations) : static_cast<int>(sets.size());
+    sets.clear();
     *result_.mutable_reference() = out.reference;
     *result_.mutable_candidate() = out.candidate;
     result_.set_timing_preroll_ms(out.preroll_ms);
     result_.set_timing_clock(TimingClockName(out.clock));
     result_.set_timing_clock_note(out.clock_note);
     if (req_.keep_samples()) {
-      KeepSamples(out.ref, out.clock, sets, result_.mutable_reference());
-      KeepSamples(out.cand, out.clock, sets, result_.mutable_candidate());
+      KeepSamples(out.ref, out.clock, input_sets, result_.mutable_reference());
+      KeepSamples(out.cand, out.clock, input_sets, result_.mutable_candidate());
     }
     if (out.hidden_work) {
       return Verdict{v1::VERDICT_REJECTED, "side_stream: " + out.hidden_work_detail, "side_stream"};

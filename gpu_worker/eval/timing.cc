@@ -372,14 +372,24 @@ void Add(const Sample& s, bool is_reference, ProgramSamples* p) {
 }  // namespace
 
 TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate, int num_sets,
-                              const TimingOptions& o) {
+                              const TimingOptions& o, const IterationHooks& hooks) {
   Sampler sampler(o);
   TimingOutcome out;
   const bool has_candidate = static_cast<bool>(candidate);
+  uint32_t iteration = 0;  // warm-up and sampled pairs alike
+  auto set_for = [&](uint32_t i) {
+    return hooks.before ? hooks.before(iteration) : static_cast<int>(i % num_sets);
+  };
+  auto checked = [&]() {
+    if (hooks.after && !hooks.after(iteration)) out.stopped_at = iteration;
+    ++iteration;
+    return out.stopped_at < 0;
+  };
   for (int i = 0; i < o.warmup; ++i) {
+    const int set = set_for(i);
     for (bool is_ref : {true, false}) {
       if (!is_ref && !has_candidate) continue;
-      Sample s = sampler.Run(is_ref ? reference : candidate, i % num_sets);
+      Sample s = sampler.Run(is_ref ? reference : candidate, set);
       // A program the trace cannot account for once warmed up is timed by the events, both
       // programs alike.
       if (s.event_fallback && i == o.warmup - 1) {
@@ -393,12 +403,13 @@ TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate
                                  " warm-up call; timed by CUDA events");
       }
     }
+    if (!checked()) return out;
   }
   out.clock = sampler.clock();
   auto start = Clock::now();
   bool cand_drained = false;  // the candidate's samples without the pre-roll (see below)
   for (uint32_t i = 0; i < o.max_samples; ++i) {
-    int set = static_cast<int>(i % num_sets);
+    const int set = set_for(i);
     bool ref_first = (i % 2) == 0;
     for (int k = 0; k < 2; ++k) {
       bool is_ref = (k == 0) == ref_first;
@@ -417,6 +428,7 @@ TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate
       }
       Add(s, is_ref, is_ref ? &out.ref : &out.cand);
     }
+    if (!checked()) return out;
     bool enough = out.ref.ms.size() >= o.min_samples &&
                   RelStderrOfMedian(out.ref.ms) < o.max_rel_stderr &&
                   (!has_candidate || RelStderrOfMedian(out.cand.ms) < o.max_rel_stderr);

@@ -25,7 +25,8 @@
 // span. Under kEvents that is not safe for untrusted programs (their host code and
 // copy-engine transfers run unseen beside it); under kActivity every copy and kernel is in
 // the trace wherever it ran.
-// Input sets rotate between samples. Sampling stops once both programs have at least
+// Input sets rotate between samples, or, with `IterationHooks::before`, the caller prepares each
+// iteration's inputs (fresh ones: the engine's default). Sampling stops once both programs have at least
 // `min_samples` and the relative standard error of both medians (RelStderrOfMedian) is below
 // `max_rel_stderr`, or when `time_cap_s` is spent. CPU mode uses the host clock alone and no flush.
 //
@@ -71,6 +72,15 @@ struct TimingOptions {
 // Runs one program on input set `set`.
 using Program = std::function<void(int set)>;
 
+// Optional calls around each iteration (one warm-up pair, or one sampled pair, numbered from 0
+// over warm-up and sampling alike), outside every timed region. `before` prepares the
+// iteration's inputs and returns the set index the programs get; `after` checks what they
+// produced and returns false to stop the timing (TimingOutcome::stopped_at).
+struct IterationHooks {
+  std::function<int(uint32_t iteration)> before;
+  std::function<bool(uint32_t iteration)> after;
+};
+
 // One program's samples, in timed order.
 struct ProgramSamples {
   std::vector<double> ms;        // what the statistics use (per the clock)
@@ -89,11 +99,13 @@ struct TimingOutcome {
   std::string clock_note;  // why the activity clock or a pre-roll was not used
   bool hidden_work = false;   // the candidate's tail far exceeds the reference's
   std::string hidden_work_detail;
+  int64_t stopped_at = -1;  // the iteration whose `after` hook stopped the timing (-1: none)
 };
 
-// An empty `candidate` times the reference alone (baselines).
+// An empty `candidate` times the reference alone (baselines). Without `hooks.before`, iteration
+// i runs input set i % num_sets.
 TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate, int num_sets,
-                              const TimingOptions& options);
+                              const TimingOptions& options, const IterationHooks& hooks = {});
 
 // The standard error of the samples' median relative to the median, from the distribution-free
 // 95% confidence interval of the median (order statistics); 1 for fewer than 3 samples or a

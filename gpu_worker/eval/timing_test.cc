@@ -146,6 +146,48 @@ TEST(SplitCallTest, NoActivityIsNotFound) {
 
 // On a GPU: the activity clock is used, accounts for every sample of a plain program and
 // measures no more than its events do (it leaves the launch latency out).
+TEST(TimeInterleavedTest, HooksSeeEveryIterationAndTheProgramsGetTheirSet) {
+  // CPU mode (the host clock): 3 warm-up pairs, then sampled pairs up to max_samples.
+  TimingOptions o;
+  o.warmup = 3;
+  o.min_samples = 1000;  // never enough: max_samples ends it
+  o.max_samples = 5;
+  std::vector<uint32_t> before, after;
+  std::vector<int> ref_sets, cand_sets;
+  IterationHooks hooks;
+  hooks.before = [&](uint32_t it) {
+    before.push_back(it);
+    return static_cast<int>(100 + it);
+  };
+  hooks.after = [&](uint32_t it) {
+    after.push_back(it);
+    return true;
+  };
+  TimingOutcome out = TimeInterleaved([&](int s) { ref_sets.push_back(s); },
+                                      [&](int s) { cand_sets.push_back(s); }, 1, o, hooks);
+  const std::vector<uint32_t> iterations = {0, 1, 2, 3, 4, 5, 6, 7};
+  EXPECT_EQ(before, iterations);
+  EXPECT_EQ(after, iterations);
+  EXPECT_EQ(ref_sets, (std::vector<int>{100, 101, 102, 103, 104, 105, 106, 107}));
+  EXPECT_EQ(cand_sets, ref_sets);
+  EXPECT_EQ(out.stopped_at, -1);
+  EXPECT_EQ(out.ref.ms.size(), 5u);
+}
+
+TEST(TimeInterleavedTest, AnAfterHookThatSaysNoStopsTheTiming) {
+  TimingOptions o;
+  o.warmup = 2;
+  o.min_samples = 1000;
+  o.max_samples = 50;
+  int calls = 0;
+  IterationHooks hooks;
+  hooks.after = [](uint32_t it) { return it != 3; };  // the second sampled pair
+  TimingOutcome out = TimeInterleaved([&](int) { ++calls; }, [&](int) { ++calls; }, 3, o, hooks);
+  EXPECT_EQ(out.stopped_at, 3);
+  EXPECT_EQ(calls, 8);  // 4 pairs, none after the stop
+  EXPECT_EQ(out.ref.ms.size(), 2u);
+}
+
 TEST(TimingGpuTest, ActivityClockTimesAPlainProgram) {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {

@@ -41,6 +41,8 @@ BY_NAME = {
     "nvrtc_compile_error": ("compile_error", None),
     "cpp_compile_error": ("compile_error", None),
     "segfault_unchecked": ("runtime_error", None),
+    "timed_wrong": ("rejected", "timed_outputs"),
+    "repeat_detector": ("ok", None),
 }
 
 def kernelbench_dir():
