@@ -83,4 +83,12 @@ say "total wall $(( $(date +%s) - t_start )) s; logs: $OUT/run.log, $OUT/logs.ta
 IFS='|' read -r jobs_failed jobs_all < <("${PSQL[@]}" -d kforge -tA -c \
   "SELECT count(*) FILTER (WHERE state <> 'succeeded'), count(*) FROM jobs")
 demo_results "${PSQL[@]}" -d kforge
+# How the sandboxed worker's evaluations were timed: the activity clock (CUPTI inside the
+# sandbox), or the events with the note saying why not.
+echo
+say "timing clocks of the stored ok evaluations:"
+"${PSQL[@]}" -d kforge -c "SELECT result->>'timing_clock' AS clock,
+    coalesce(result->>'timing_preroll_ms', '0') AS preroll_ms,
+    left(coalesce(result->>'timing_clock_note', ''), 120) AS note, count(*)
+  FROM evaluations WHERE verdict = 'ok' GROUP BY 1, 2, 3 ORDER BY 4 DESC"
 [[ ${jobs_all:-0} -gt 0 && ${jobs_failed:-1} == 0 ]]
