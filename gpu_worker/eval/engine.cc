@@ -435,6 +435,28 @@ class Evaluation {
     report->set_whole_rel_error(std::max(report->whole_rel_error(), cmp.whole_rel_error));
   }
 
+  // `returns_input` when a candidate output shares memory with one of its inputs where the
+  // reference's output does not share it with the reference's inputs. `where` prefixes the
+  // reason ("" in the trials).
+  static std::optional<Verdict> ReturnsInput(const std::vector<at::Tensor>& ref_out,
+                                             const std::vector<at::Tensor>& ref_in,
+                                             const std::vector<at::Tensor>& cand_out,
+                                             const std::vector<at::Tensor>& cand_in,
+                                             const std::string& where) {
+    for (size_t o = 0; o < cand_out.size(); ++o) {
+      for (size_t i = 0; i < cand_in.size() && i < ref_in.size(); ++i) {
+        bool ref_aliases = o < ref_out.size() && SharesMemory(ref_out[o], ref_in[i]);
+        if (!ref_aliases && SharesMemory(cand_out[o], cand_in[i])) {
+          return Verdict{v1::VERDICT_REJECTED,
+                         "returns_input: " + where + "output " + std::to_string(o) +
+                             " shares memory with input " + std::to_string(i),
+                         "returns_input"};
+        }
+      }
+    }
+    return std::nullopt;
+  }
+
   // One correctness trial with inputs from `seed`, adding its time to `times`.
   // `rule_on_mismatch` names the rule when a mismatch means a hack rather than a wrong kernel
   // (after timing: output caching).
@@ -546,17 +568,7 @@ class Evaluation {
       }
     }
     count(&TrialTimes::inputs_unchanged);
-    for (size_t o = 0; o < cand.tensors.size(); ++o) {
-      for (size_t i = 0; i < cand_in.size(); ++i) {
-        bool ref_aliases = o < ref.tensors.size() && SharesMemory(ref.tensors[o], in_tensors[i]);
-        if (!ref_aliases && SharesMemory(cand.tensors[o], cand_in[i])) {
-          return Verdict{v1::VERDICT_REJECTED,
-                         "returns_input: output " + std::to_string(o) +
-                             " shares memory with input " + std::to_string(i),
-                         "returns_input"};
-        }
-      }
-    }
+    if (auto v = ReturnsInput(ref.tensors, in_tensors, cand.tensors, cand_in, "")) return v;
     Comparison cmp = CompareOutputs(ref.tensors, cand.tensors, TaskTolerance(ref));
     count(&TrialTimes::compare);
     RecordErrors(cmp);
@@ -616,11 +628,11 @@ class Evaluation {
   }
 
   // After a timed iteration: the candidate's outputs must match the reference's on the same
-  // inputs and live in device memory, as in the trials. A candidate that behaves only while
+  // inputs, live in device memory and not be its inputs, as in the trials. A candidate that behaves only while
   // untimed (a result memoised for inputs seen before, work skipped once the calls come fast)
   // is caught here.
-  std::optional<Verdict> CheckTimedOutputs(uint32_t iteration, const py::object& ref_out,
-                                           const py::object& cand_out,
+  std::optional<Verdict> CheckTimedOutputs(uint32_t iteration, const TimedInputs& in,
+                                           const py::object& ref_out, const py::object& cand_out,
                                            const std::vector<at::Tensor>& cand_cpp_out) {
     const std::string where = "iteration " + std::to_string(iteration) + " of the timing stage";
     Outputs ref = OutputsToTensors(ref_out);
@@ -645,6 +657,10 @@ class Evaluation {
       }
     }
     if (wrong.empty()) {
+      if (auto v = ReturnsInput(ref.tensors, TensorsOf(in.ref), cand.tensors, in.cand_tensors,
+                                "in " + where + ", ")) {
+        return v;
+      }
       Comparison cmp = CompareOutputs(ref.tensors, cand.tensors, TaskTolerance(ref));
       RecordErrors(cmp);
       if (!cmp.ok) wrong = cmp.reason;
@@ -689,7 +705,8 @@ class Evaluation {
       return 0;
     };
     hooks.after = [&](uint32_t it) {
-      timed_verdict = CheckTimedOutputs(it, ref_out, cand_out, cand_cpp_out);
+      timed_verdict = CheckTimedOutputs(it, sets[fresh ? 0 : it % sets.size()], ref_out,
+                                        cand_out, cand_cpp_out);
       ref_out = cand_out = py::none();  // freed outside the timed region
       cand_cpp_out.clear();
       return !timed_verdict;

@@ -42,6 +42,7 @@ BY_NAME = {
     "cpp_compile_error": ("compile_error", None),
     "segfault_unchecked": ("runtime_error", None),
     "timed_wrong": ("rejected", "timed_outputs"),
+    "timed_in_place": ("rejected", "returns_input"),
     "repeat_detector": ("ok", None),
 }
 

@@ -1,0 +1,20 @@
+# kforge: dialect=kernelbench
+"""A candidate for tiny_relu that computes out of place on its first six calls (the engine's
+five correctness trials and the first warm-up call) and, on calls 7 to 12, which only the
+timing stage makes, in place into its input, returning the input: right values, no output
+allocation. From call 13 on, the post-timing check included, it is out of place again. An
+engine that checks only the timed outputs' values passes it.
+Expected verdict: rejected, rule returns_input."""
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        if 7 <= self.calls <= 12:
+            return x.clamp_(min=0.0)
+        return x.clamp(min=0.0)
