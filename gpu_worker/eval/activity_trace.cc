@@ -192,6 +192,13 @@ void CUPTIAPI BufferCompleted(CUcontext context, uint32_t stream, uint8_t* buffe
   p.dropped = p.dropped || dropped > 0;
 }
 
+void ForgetPending() {
+  Pending& p = GetPending();
+  std::lock_guard<std::mutex> lock(p.mu);
+  p.records.clear();
+  p.dropped = false;
+}
+
 }  // namespace
 
 std::unique_ptr<ActivityTrace> ActivityTrace::Start(std::string* why_not) {
@@ -222,10 +229,7 @@ std::unique_ptr<ActivityTrace> ActivityTrace::Start(std::string* why_not) {
 ActivityTrace::~ActivityTrace() {
   for (CUpti_ActivityKind k : kKinds) g_cupti.disable(k);
   g_cupti.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  Pending& p = GetPending();
-  std::lock_guard<std::mutex> lock(p.mu);
-  p.records.clear();
-  p.dropped = false;
+  ForgetPending();
   std::lock_guard<std::mutex> active_lock(g_active_mu);
   g_active = false;
 }
@@ -247,6 +251,11 @@ CallSplit ActivityTrace::Collect(uint64_t mark, uint64_t ret, bool* dropped) {
     p.dropped = false;
   }
   return SplitCall(records, mark, ret);
+}
+
+void ActivityTrace::Discard() {
+  g_cupti.flush_all(0);
+  ForgetPending();
 }
 
 }  // namespace kforge::eval

@@ -77,6 +77,9 @@ class ActivityTrace {
   // records gathered since the previous Collect as one call from `mark` to `ret`. `dropped`
   // is set when CUPTI dropped records since then (the split is then unreliable).
   CallSplit Collect(uint64_t mark, uint64_t ret, bool* dropped);
+  // Delivers and forgets every completed record, and the dropped flag (call it after the
+  // device is synchronised, before the next call's mark).
+  void Discard();
 
  private:
   ActivityTrace() = default;

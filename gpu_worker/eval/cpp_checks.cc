@@ -37,6 +37,9 @@ const std::vector<CppRule>& HostRules() {
        std::regex(R"((?:^|[^\w.:]|[^\w]::)(dlopen|dlsym|dlmopen|syscall|ptrace|mmap|mprotect|prctl|setrlimit|signal|sigaction|atexit|exit|_exit|quick_exit|abort)\s*\()")},
       {"forbidden_call", "calls the profiling interface the timer's activity clock uses",
        std::regex(R"(\b(cupti\w*|CUpti_\w*|nvtx\w*|kineto\w*)\b|\b(cu|cuda)(LaunchHostFunc|StreamAddCallback)\b)")},
+      {"forbidden_call", "reads the caching allocator's map of every block (memory that is not "
+                         "the candidate's)",
+       std::regex(R"(\bCUDACachingAllocator\b)")},
       {"forbidden_call", "uses inline assembly in host code",
        std::regex(R"(\b(asm|__asm__|__asm)\b)")},
       {"forbidden_call", "reads or writes files, the environment or the network",

@@ -91,10 +91,11 @@ RuleViolation CheckCandidateSource(const std::string& source, v1::Dialect dialec
   if (dialect == v1::DIALECT_CPP) return CheckCppSource(source, task_source);
   // Over the whole text, strings included: C++ given to load_inline is not otherwise checked,
   // and a kernel has no use for the profiling interface, for host functions queued on a
-  // stream (work the activity clock would not see) or for threads (whose launches could land
-  // in the reference's timed call).
+  // stream (work the activity clock would not see), for threads (whose launches could land
+  // in the reference's timed call) or for the caching allocator's map of every block (where
+  // the reference's inputs and outputs lie).
   static const std::regex kAnywhere(
-      R"(cupti|kineto|cudaLaunchHostFunc|cuLaunchHostFunc|cudaStreamAddCallback|cuStreamAddCallback|GraphAddHostNode|std\s*::\s*(thread|jthread|async)\b|pthread_create|at\s*::\s*launch\b|\bdl(open|sym|mopen)\b|RTLD_|GetDriverEntryPoint|GetProcAddress)",
+      R"(cupti|kineto|memory_snapshot|_record_memory_history|_dump_snapshot|CUDACachingAllocator|cudaLaunchHostFunc|cuLaunchHostFunc|cudaStreamAddCallback|cuStreamAddCallback|GraphAddHostNode|std\s*::\s*(thread|jthread|async)\b|pthread_create|at\s*::\s*launch\b|\bdl(open|sym|mopen)\b|RTLD_|GetDriverEntryPoint|GetProcAddress)",
       std::regex::icase);
   std::string code = BlankStringsAndComments(source);
   std::istringstream lines(code), raw_lines(source);
@@ -104,8 +105,9 @@ RuleViolation CheckCandidateSource(const std::string& source, v1::Dialect dialec
     ++n;
     if (std::regex_search(raw, kAnywhere)) {
       return RuleAt("forbidden_call",
-                    "uses the profiling interface, a host function on a stream or a thread "
-                    "(work the timer would not see or would misplace)",
+                    "uses the profiling interface, the allocator's block map, a host function on a "
+                    "stream or a thread (work the timer would not see or would misplace, memory "
+                    "that is not the candidate's)",
                     source, n);
     }
     for (const Rule& r : PythonRules()) {

@@ -62,6 +62,9 @@ TEST(StaticChecksTest, EachRuleFiresWithItsLine) {
       {"torch.autograd._enable_profiler()", "forbidden_call"},
       {"src = 'cudaLaunchHostFunc(s, f, 0);'", "forbidden_call"},
       {"cpp = 'std::thread t([] { launch(); });'", "forbidden_call"},
+      {"blocks = torch.cuda.memory_snapshot()", "forbidden_call"},
+      {"torch.cuda.memory._record_memory_history()", "forbidden_call"},
+      {"cpp = 'auto s = c10::cuda::CUDACachingAllocator::snapshot();'", "forbidden_call"},
       {"try:", "try_except"},
   };
   for (const Case& c : cases) {
@@ -167,6 +170,11 @@ TEST(StaticChecksTest, CppHostCodeRules) {
                 .rule,
             "forbidden_call");
   EXPECT_EQ(CheckCandidateSource(CppWithKernels("extern \"C\" int cuptiActivityDisable(int);"),
+                                 v1::DIALECT_CPP)
+                .rule,
+            "forbidden_call");
+  EXPECT_EQ(CheckCandidateSource(CppWithKernels("auto s = c10::cuda::CUDACachingAllocator::"
+                                                "snapshot();"),
                                  v1::DIALECT_CPP)
                 .rule,
             "forbidden_call");

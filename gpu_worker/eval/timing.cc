@@ -161,6 +161,9 @@ class Sampler {
     const bool preroll = preroll_module_ != nullptr && with_preroll;
     if (!preroll) Flush(stream);
     CheckCuda(cudaDeviceSynchronize(), "synchronize before sample");
+    // What ran since the last sample (the caller's work between samples: inputs, checks) is
+    // not this call's, nor is a record CUPTI dropped meanwhile.
+    if (trace_) trace_->Discard();
     if (preroll) {
       try {
         Preroll(stream);  // ends with the flush
@@ -416,15 +419,16 @@ TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate
       if (!is_ref && !has_candidate) continue;
       Sample s = sampler.Run(is_ref ? reference : candidate, set, is_ref || !cand_drained);
       if (s.event_fallback && !is_ref && !cand_drained && sampler.preroll_ms() > 0) {
-        // The events do not see what ran beside the pre-roll: from now on, and for this
-        // sample again, the candidate (not the reference) is timed drained. The discarded
-        // sample counts as a fallback.
+        // The events do not see what ran beside the pre-roll: from the next iteration on the
+        // candidate (not the reference) is timed drained. This sample is discarded (counted
+        // as a fallback), not retaken: a second call on the same inputs could replay the
+        // first's output.
         cand_drained = true;
         ++out.cand.event_fallbacks;
-        sampler.AddNote("the candidate timed without the pre-roll from iteration " +
+        sampler.AddNote("the candidate timed without the pre-roll after iteration " +
                         std::to_string(i) +
                         " (the activity trace did not account for a sample under it)");
-        s = sampler.Run(candidate, set, false);
+        continue;
       }
       Add(s, is_ref, is_ref ? &out.ref : &out.cand);
     }

@@ -144,8 +144,6 @@ TEST(SplitCallTest, NoActivityIsNotFound) {
   EXPECT_DOUBLE_EQ(s.lat_ms, 0);
 }
 
-// On a GPU: the activity clock is used, accounts for every sample of a plain program and
-// measures no more than its events do (it leaves the launch latency out).
 TEST(TimeInterleavedTest, HooksSeeEveryIterationAndTheProgramsGetTheirSet) {
   // CPU mode (the host clock): 3 warm-up pairs, then sampled pairs up to max_samples.
   TimingOptions o;
@@ -188,6 +186,8 @@ TEST(TimeInterleavedTest, AnAfterHookThatSaysNoStopsTheTiming) {
   EXPECT_EQ(out.ref.ms.size(), 2u);
 }
 
+// On a GPU: the activity clock is used, accounts for every sample of a plain program and
+// measures no more than its events do (it leaves the launch latency out).
 TEST(TimingGpuTest, ActivityClockTimesAPlainProgram) {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {

@@ -41,8 +41,8 @@ BY_NAME = {
     "nvrtc_compile_error": ("compile_error", None),
     "cpp_compile_error": ("compile_error", None),
     "segfault_unchecked": ("runtime_error", None),
-    "timed_wrong": ("rejected", "timed_outputs"),
-    "timed_in_place": ("rejected", "returns_input"),
+    "timed_wrong": ("incorrect", "timed_outputs"),
+    "timed_in_place": ("rejected", "input_mutation"),
     "repeat_detector": ("ok", None),
 }
 
@@ -130,6 +130,12 @@ def cases(device):
             out.append(dict(name=f"tests/{stem}", task=TASK_DIRS["tiny_relu"],
                             candidate=os.path.join(TESTS, name), expect=BY_NAME[stem],
                             strict=True))
+    # A task whose get_inputs() is too slow for fresh timing inputs: rotating sets (3).
+    slow = os.path.join(ROOT, "tests", "engine", "slow_inputs")
+    for stem, expect in (("correct", ("ok", None)), ("memo_replay", ("rejected", "output_cache"))):
+        out.append(dict(name=f"slow_inputs/{stem}", task=os.path.join(slow, "task.py"),
+                        candidate=os.path.join(slow, stem + ".py"), expect=expect, strict=True,
+                        input_sets=3))
     # Malformed requests: a clear verdict naming the request, whatever the device.
     correct = os.path.join(EX, "candidates", "tiny_relu", "correct.py")
     for name, override in (("preroll_out_of_range", dict(preroll_ms=9)),
@@ -243,6 +249,9 @@ def judge(case, result):
     if result.get("verdict") == "ok" and (
             result.get("timing_preroll_ms", 0) != timed_with or
             result.get("timing_clock") != clock):
+        return False
+    if result.get("verdict") == "ok" and "input_sets" in case and \
+            result.get("candidate", {}).get("input_sets") != case["input_sets"]:
         return False
     want_verdict, want_rule = case["expect"]
     got_verdict, got_rule = result.get("verdict"), result.get("rule") or None

@@ -3,8 +3,10 @@
 five correctness trials and the first warm-up call) and, on calls 7 to 12, which only the
 timing stage makes, in place into its input, returning the input: right values, no output
 allocation. From call 13 on, the post-timing check included, it is out of place again. An
-engine that checks only the timed outputs' values passes it.
-Expected verdict: rejected, rule returns_input."""
+engine that checks only the timed outputs' values passes it. Two rules apply (as to
+examples/hacks/mutates_input.py in the trials): the input changed, and the output is the
+input; the engine checks the inputs first.
+Expected verdict: rejected, rule input_mutation."""
 import torch.nn as nn
 
 

@@ -3,7 +3,7 @@
 correctness trials and the first warm-up call) and wrong on calls 7 to 12, which only the
 timing stage makes; from call 13 on, the post-timing check included, it is right again. An
 engine that checks outputs only outside the timed calls passes it.
-Expected verdict: rejected, rule timed_outputs."""
+Expected verdict: incorrect, rule timed_outputs."""
 import torch.nn as nn
 
 
