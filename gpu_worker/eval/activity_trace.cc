@@ -10,6 +10,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "gpu_worker/dynamic_symbol.h"
+
 namespace kforge::eval {
 
 CallSplit SplitCall(const std::vector<ActivityRecord>& records, uint64_t mark, uint64_t ret) {
@@ -97,11 +99,11 @@ const CUpti_ActivityKind kKinds[] = {
     CUPTI_ACTIVITY_KIND_RUNTIME,           CUPTI_ACTIVITY_KIND_DRIVER,
 };
 
-template <typename F>
-bool Sym(void* lib, const char* name, F* out, std::string* why_not) {
-  *out = reinterpret_cast<F>(dlsym(lib, name));
-  if (*out == nullptr) *why_not = std::string("CUPTI has no ") + name;
-  return *out != nullptr;
+template <typename Fn>
+bool Sym(void* lib, const char* name, Fn** out, std::string* why_not) {
+  if (BindSymbol(lib, name, out)) return true;
+  *why_not = std::string("CUPTI has no ") + name;
+  return false;
 }
 
 bool Load(std::string* why_not) {

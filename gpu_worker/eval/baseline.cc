@@ -88,7 +88,7 @@ int RunBaseline(const BaselineOptions& o) {
       t.time_cap_s = o.per_task_cap_s;
       t.warmup = 2;
       if (o.events_clock) t.clock = TimingClock::kEvents;
-      TimingOutcome r = TimeInterleaved(ref, Program(), 1, t);
+      TimingOutcome r = TimeInterleaved(ref, Program(), t);
       char buf[256];
       std::snprintf(buf, sizeof buf,
                     ",\"ok\":true,\"median_ms\":%.6f,\"mean_ms\":%.6f,\"min_ms\":%.6f,"

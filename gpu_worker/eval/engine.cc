@@ -459,6 +459,50 @@ class Evaluation {
     return std::nullopt;
   }
 
+  // `host_memory` for output `o` in pinned host or managed memory tagged as CUDA: the host
+  // could write it with no kernel or copy the activity clock would see.
+  static std::optional<Verdict> HostMemory(const at::Tensor& out, size_t o,
+                                           const std::string& where) {
+    if (InDeviceMemory(out)) return std::nullopt;
+    return Verdict{v1::VERDICT_REJECTED,
+                   "host_memory: " + where + "output " + std::to_string(o) +
+                       " is a CUDA tensor whose memory is not device memory (pinned host or "
+                       "managed memory); outputs must live in device memory",
+                   "host_memory"};
+  }
+
+  // `output_cache` for output `o` when it is memory the candidate returned before (`earlier`,
+  // held alive so that a fresh allocation cannot land on it).
+  static std::optional<Verdict> ReusedOutput(const at::Tensor& out, size_t o,
+                                             const std::vector<at::Tensor>& earlier,
+                                             const std::string& where) {
+    for (const at::Tensor& e : earlier) {
+      if (SharesMemory(out, e)) {
+        return Verdict{v1::VERDICT_REJECTED,
+                       "output_cache: " + where + "output " + std::to_string(o) +
+                           " is the same memory the candidate returned for earlier inputs",
+                       "output_cache"};
+      }
+    }
+    return std::nullopt;
+  }
+
+  // `input_mutation` when the candidate's copy of the inputs no longer equals the reference's
+  // after both ran (the candidate changed its own, or reached the reference's).
+  static std::optional<Verdict> ChangedInput(const std::vector<at::Tensor>& ref_in,
+                                             const std::vector<at::Tensor>& cand_in,
+                                             const std::string& where) {
+    for (size_t i = 0; i < cand_in.size() && i < ref_in.size(); ++i) {
+      if (!at::equal(cand_in[i], ref_in[i])) {
+        return Verdict{v1::VERDICT_REJECTED,
+                       "input_mutation: " + where + "input " + std::to_string(i) +
+                           " was modified by the candidate",
+                       "input_mutation"};
+      }
+    }
+    return std::nullopt;
+  }
+
   // One correctness trial with inputs from `seed`, adding its time to `times`.
   // `rule_on_mismatch` names the rule when a mismatch means a hack rather than a wrong kernel
   // (after timing: output caching).
@@ -524,15 +568,7 @@ class Evaluation {
                      "lazy_tensor"};
     }
     for (size_t o = 0; o < cand.tensors.size(); ++o) {
-      if (!InDeviceMemory(cand.tensors[o])) {
-        // Pinned host memory can be tagged as a CUDA tensor; the host could then write an
-        // output with no kernel or copy the activity clock would see.
-        return Verdict{v1::VERDICT_REJECTED,
-                       "host_memory: output " + std::to_string(o) +
-                           " is a CUDA tensor whose memory is not device memory (pinned host or "
-                           "managed memory); outputs must live in device memory",
-                       "host_memory"};
-      }
+      if (auto v = HostMemory(cand.tensors[o], o, "")) return v;
       if (HoldsPoison(cand.tensors[o])) {
         return Verdict{v1::VERDICT_REJECTED,
                        "stale_memory: output " + std::to_string(o) +
@@ -540,14 +576,7 @@ class Evaluation {
                            "wrote",
                        "stale_memory"};
       }
-      for (const at::Tensor& prev : previous_outputs_) {
-        if (SharesMemory(cand.tensors[o], prev)) {
-          return Verdict{v1::VERDICT_REJECTED,
-                         "output_cache: output " + std::to_string(o) +
-                             " is the same memory the candidate returned for earlier inputs",
-                         "output_cache"};
-        }
-      }
+      if (auto v = ReusedOutput(cand.tensors[o], o, previous_outputs_, "")) return v;
     }
     // Held until the next trial, so a fresh allocation can never land on the same memory.
     previous_outputs_ = cand.tensors;
@@ -561,14 +590,7 @@ class Evaluation {
     count(&TrialTimes::outputs);
     std::vector<at::Tensor> in_tensors = TensorsOf(inputs);
     std::vector<at::Tensor> cand_in = TensorsOf(cand_inputs);
-    for (size_t i = 0; i < cand_in.size(); ++i) {
-      if (!at::equal(cand_in[i], in_tensors[i])) {
-        return Verdict{
-            v1::VERDICT_REJECTED,
-            "input_mutation: input " + std::to_string(i) + " was modified by the candidate",
-            "input_mutation"};
-      }
-    }
+    if (auto v = ChangedInput(in_tensors, cand_in, "")) return v;
     count(&TrialTimes::inputs_unchanged);
     if (auto v = ReturnsInput(ref.tensors, in_tensors, cand.tensors, cand_in, "")) return v;
     Comparison cmp = CompareOutputs(ref.tensors, cand.tensors, TaskTolerance(ref));
@@ -641,20 +663,14 @@ class Evaluation {
                                            const py::object& ref_out, const py::object& cand_out,
                                            const std::vector<at::Tensor>& cand_cpp_out,
                                            std::deque<std::vector<at::Tensor>>* held) {
-    const std::string where = "in iteration " + std::to_string(iteration) + " of the timing stage";
+    const std::string where =
+        "in iteration " + std::to_string(iteration) + " of the timing stage, ";
     Outputs ref = OutputsToTensors(ref_out);
     if (!ref.error.empty()) {
       return Verdict{v1::VERDICT_RUNTIME_ERROR, "the reference " + ref.error, "task_error"};
     }
     const std::vector<at::Tensor> ref_in = TensorsOf(in.ref);
-    for (size_t i = 0; i < ref_in.size() && i < in.cand_tensors.size(); ++i) {
-      if (!at::equal(in.cand_tensors[i], ref_in[i])) {
-        return Verdict{v1::VERDICT_REJECTED,
-                       "input_mutation: " + where + ", input " + std::to_string(i) +
-                           " was modified (the candidate's copy or the reference's)",
-                       "input_mutation"};
-      }
-    }
+    if (auto v = ChangedInput(ref_in, in.cand_tensors, where)) return v;
     Outputs cand;
     if (cpp_) {
       cand.tensors = cand_cpp_out;
@@ -665,26 +681,13 @@ class Evaluation {
     if (!cand.error.empty()) wrong = "the candidate " + cand.error;
     if (cand.subclass) wrong = "the candidate returned a torch.Tensor subclass";
     for (size_t o = 0; wrong.empty() && o < cand.tensors.size(); ++o) {
-      if (!InDeviceMemory(cand.tensors[o])) {
-        return Verdict{v1::VERDICT_REJECTED,
-                       "host_memory: " + where + ", output " + std::to_string(o) +
-                           " is a CUDA tensor whose memory is not device memory",
-                       "host_memory"};
-      }
+      if (auto v = HostMemory(cand.tensors[o], o, where)) return v;
       for (const auto& earlier : *held) {
-        for (const at::Tensor& e : earlier) {
-          if (SharesMemory(cand.tensors[o], e)) {
-            return Verdict{v1::VERDICT_REJECTED,
-                           "output_cache: " + where + ", output " + std::to_string(o) +
-                               " is memory the candidate returned in an earlier iteration",
-                           "output_cache"};
-          }
-        }
+        if (auto v = ReusedOutput(cand.tensors[o], o, earlier, where)) return v;
       }
     }
     if (wrong.empty()) {
-      if (auto v = ReturnsInput(ref.tensors, ref_in, cand.tensors, in.cand_tensors,
-                                where + ", ")) {
+      if (auto v = ReturnsInput(ref.tensors, ref_in, cand.tensors, in.cand_tensors, where)) {
         return v;
       }
       Comparison cmp = CompareOutputs(ref.tensors, cand.tensors, TaskTolerance(ref));
@@ -694,7 +697,7 @@ class Evaluation {
     if (!wrong.empty()) {
       return Verdict{v1::VERDICT_INCORRECT,
                      "timed_outputs: correct during the trials but wrong " + where +
-                         " against the reference on the same inputs (" + wrong + ")",
+                         "against the reference on the same inputs (" + wrong + ")",
                      "timed_outputs"};
     }
     return std::nullopt;
@@ -734,19 +737,20 @@ class Evaluation {
     std::deque<std::vector<at::Tensor>> held;  // rotating sets: earlier iterations' outputs
     std::optional<Verdict> timed_verdict;
     uint32_t iterations = 0;
+    int current = 0;  // the iteration's set
     IterationHooks hooks;
     hooks.before = [&](uint32_t it) {
       iterations = it + 1;
-      if (!fresh) return static_cast<int>(it % sets.size());
+      if (!fresh) return current = static_cast<int>(it % sets.size());
       if (it > 0) {
         sets.clear();  // freed before the next set is made
         sets.push_back(MakeTimedInputs(DeriveSeed(seed_, 2000 + it)));
       }
-      return 0;
+      return current = 0;
     };
     hooks.after = [&](uint32_t it) {
-      timed_verdict = CheckTimedOutputs(it, sets[fresh ? 0 : it % sets.size()], ref_out,
-                                        cand_out, cand_cpp_out, &held);
+      timed_verdict =
+          CheckTimedOutputs(it, sets[current], ref_out, cand_out, cand_cpp_out, &held);
       if (!fresh && !timed_verdict) {
         held.push_back(cpp_ ? cand_cpp_out : OutputsToTensors(cand_out).tensors);
         if (held.size() > sets.size()) held.pop_front();
@@ -779,7 +783,7 @@ class Evaluation {
     o.clock = req_.timing_clock() == "events" ? TimingClock::kEvents : TimingClock::kActivity;
     o.require_clock = req_.timing_clock() == "activity";
     o.time_cap_s = ctx_.timing_budget_s;
-    TimingOutcome out = TimeInterleaved(ref, cand, 1, o, hooks);
+    TimingOutcome out = TimeInterleaved(ref, cand, o, hooks);
     if (timed_verdict) return timed_verdict;
     const int input_sets = fresh ? static_cast<int>(iterations) : static_cast<int>(sets.size());
     sets.clear();

@@ -374,22 +374,20 @@ void Add(const Sample& s, bool is_reference, ProgramSamples* p) {
 
 }  // namespace
 
-TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate, int num_sets,
+TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate,
                               const TimingOptions& o, const IterationHooks& hooks) {
   Sampler sampler(o);
   TimingOutcome out;
   const bool has_candidate = static_cast<bool>(candidate);
   uint32_t iteration = 0;  // warm-up and sampled pairs alike
-  auto set_for = [&](uint32_t i) {
-    return hooks.before ? hooks.before(iteration) : static_cast<int>(i % num_sets);
-  };
+  auto set_for = [&]() { return hooks.before ? hooks.before(iteration) : 0; };
   auto checked = [&]() {
     if (hooks.after && !hooks.after(iteration)) out.stopped_at = iteration;
     ++iteration;
     return out.stopped_at < 0;
   };
   for (int i = 0; i < o.warmup; ++i) {
-    const int set = set_for(i);
+    const int set = set_for();
     for (bool is_ref : {true, false}) {
       if (!is_ref && !has_candidate) continue;
       Sample s = sampler.Run(is_ref ? reference : candidate, set);
@@ -412,7 +410,7 @@ TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate
   auto start = Clock::now();
   bool cand_drained = false;  // the candidate's samples without the pre-roll (see below)
   for (uint32_t i = 0; i < o.max_samples; ++i) {
-    const int set = set_for(i);
+    const int set = set_for();
     bool ref_first = (i % 2) == 0;
     for (int k = 0; k < 2; ++k) {
       bool is_ref = (k == 0) == ref_first;

@@ -25,8 +25,8 @@
 // span. Under kEvents that is not safe for untrusted programs (their host code and
 // copy-engine transfers run unseen beside it); under kActivity every copy and kernel is in
 // the trace wherever it ran.
-// Input sets rotate between samples, or, with `IterationHooks::before`, the caller prepares each
-// iteration's inputs (fresh ones: the engine's default). Sampling stops once both programs have at least
+// With `IterationHooks::before` the caller prepares each iteration's inputs (the engine: fresh
+// ones, or a few rotating sets). Sampling stops once both programs have at least
 // `min_samples` and the relative standard error of both medians (RelStderrOfMedian) is below
 // `max_rel_stderr`, or when `time_cap_s` is spent. CPU mode uses the host clock alone and no flush.
 //
@@ -102,9 +102,9 @@ struct TimingOutcome {
   int64_t stopped_at = -1;  // the iteration whose `after` hook stopped the timing (-1: none)
 };
 
-// An empty `candidate` times the reference alone (baselines). Without `hooks.before`, iteration
-// i runs input set i % num_sets.
-TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate, int num_sets,
+// An empty `candidate` times the reference alone (baselines). Without `hooks.before`, every
+// iteration runs set 0.
+TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate,
                               const TimingOptions& options, const IterationHooks& hooks = {});
 
 // The standard error of the samples' median relative to the median, from the distribution-free

@@ -162,7 +162,7 @@ TEST(TimeInterleavedTest, HooksSeeEveryIterationAndTheProgramsGetTheirSet) {
     return true;
   };
   TimingOutcome out = TimeInterleaved([&](int s) { ref_sets.push_back(s); },
-                                      [&](int s) { cand_sets.push_back(s); }, 1, o, hooks);
+                                      [&](int s) { cand_sets.push_back(s); }, o, hooks);
   const std::vector<uint32_t> iterations = {0, 1, 2, 3, 4, 5, 6, 7};
   EXPECT_EQ(before, iterations);
   EXPECT_EQ(after, iterations);
@@ -180,7 +180,7 @@ TEST(TimeInterleavedTest, AnAfterHookThatSaysNoStopsTheTiming) {
   int calls = 0;
   IterationHooks hooks;
   hooks.after = [](uint32_t it) { return it != 3; };  // the second sampled pair
-  TimingOutcome out = TimeInterleaved([&](int) { ++calls; }, [&](int) { ++calls; }, 3, o, hooks);
+  TimingOutcome out = TimeInterleaved([&](int) { ++calls; }, [&](int) { ++calls; }, o, hooks);
   EXPECT_EQ(out.stopped_at, 3);
   EXPECT_EQ(calls, 8);  // 4 pairs, none after the stop
   EXPECT_EQ(out.ref.ms.size(), 2u);
@@ -204,7 +204,7 @@ TEST(TimingGpuTest, ActivityClockTimesAPlainProgram) {
   o.min_samples = 30;
   o.time_cap_s = 5;
   o.require_clock = true;
-  TimingOutcome out = TimeInterleaved(relu, Program(), 1, o);
+  TimingOutcome out = TimeInterleaved(relu, Program(), o);
   EXPECT_EQ(out.clock, TimingClock::kActivity);
   ASSERT_GE(out.ref.ms.size(), 30u);
   EXPECT_EQ(out.ref.event_fallbacks, 0u);
