@@ -654,15 +654,16 @@ class Evaluation {
   // After a timed iteration, as in the trials: both programs' inputs unchanged (the
   // candidate's copy and the reference's set, which a candidate holding raw device pointers
   // could reach); the candidate's outputs in device memory, not its inputs, not memory it
-  // returned in the last `held` iterations (rotating sets only; `held` keeps them alive), and
-  // within tolerance of the reference's on the same inputs. A candidate that behaves only
+  // returned in the iterations in `held` (which keeps the last `keep` alive; rotating sets
+  // only, else 0), and within tolerance of the reference's on the same inputs. A candidate that behaves only
   // while untimed (work skipped once the calls come fast, a result replayed for inputs seen
   // before) is caught here. Wrong values are `incorrect`, rule timed_outputs: a kernel that is
   // right only most of the time fails here without being a hack.
   std::optional<Verdict> CheckTimedOutputs(uint32_t iteration, const TimedInputs& in,
                                            const py::object& ref_out, const py::object& cand_out,
                                            const std::vector<at::Tensor>& cand_cpp_out,
-                                           std::deque<std::vector<at::Tensor>>* held) {
+                                           std::deque<std::vector<at::Tensor>>* held,
+                                           size_t keep) {
     const std::string where =
         "in iteration " + std::to_string(iteration) + " of the timing stage, ";
     Outputs ref = OutputsToTensors(ref_out);
@@ -699,6 +700,10 @@ class Evaluation {
                      "timed_outputs: correct during the trials but wrong " + where +
                          "against the reference on the same inputs (" + wrong + ")",
                      "timed_outputs"};
+    }
+    if (keep > 0) {
+      held->push_back(cand.tensors);
+      if (held->size() > keep) held->pop_front();
     }
     return std::nullopt;
   }
@@ -749,12 +754,8 @@ class Evaluation {
       return current = 0;
     };
     hooks.after = [&](uint32_t it) {
-      timed_verdict =
-          CheckTimedOutputs(it, sets[current], ref_out, cand_out, cand_cpp_out, &held);
-      if (!fresh && !timed_verdict) {
-        held.push_back(cpp_ ? cand_cpp_out : OutputsToTensors(cand_out).tensors);
-        if (held.size() > sets.size()) held.pop_front();
-      }
+      timed_verdict = CheckTimedOutputs(it, sets[current], ref_out, cand_out, cand_cpp_out,
+                                        &held, fresh ? 0 : sets.size());
       ref_out = cand_out = py::none();  // freed outside the timed region
       cand_cpp_out.clear();
       return !timed_verdict;
