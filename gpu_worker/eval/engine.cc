@@ -11,12 +11,13 @@
 #include <random>
 
 #include "common/base/sha256.h"
+#include "gpu_worker/eval/candidate_client.h"
 #include "gpu_worker/eval/candidate_files.h"
 #include "gpu_worker/eval/compare.h"
 #include "gpu_worker/eval/cpp_dialect.h"
 #include "gpu_worker/eval/model_io.h"
-#include "gpu_worker/eval/nvrtc_module.h"
 #include "gpu_worker/eval/python_runtime.h"
+#include "gpu_worker/eval/runtime_rules.h"
 #include "gpu_worker/eval/static_checks.h"
 #include "gpu_worker/eval/system_info.h"
 #include "gpu_worker/eval/timing.h"
@@ -75,39 +76,10 @@ uint64_t DeriveSeed(uint64_t seed, uint64_t t) {
   return (z ^ (z >> 31)) & 0x7fffffffffffffffULL;
 }
 
-// True when some element of a floating-point output is exactly the poison pattern (all bits
-// set), i.e. memory the candidate returned without writing. Computed NaNs are canonical
-// (0x7fc0...), never all ones.
-bool HoldsPoison(const at::Tensor& t) {
-  if (!t.is_floating_point() || t.numel() == 0 || !t.is_contiguous()) return false;
-  at::ScalarType as_int;
-  switch (t.element_size()) {
-    case 2:
-      as_int = at::kShort;
-      break;
-    case 4:
-      as_int = at::kInt;
-      break;
-    case 8:
-      as_int = at::kLong;
-      break;
-    default:
-      return false;
-  }
-  return t.view(as_int).eq(-1).any().item<bool>();
-}
-
 // Where the correctness trials' time goes: StageDurations' correctness_* fields.
 struct TrialTimes {
   double inputs = 0, reference = 0, poison = 0, candidate = 0, outputs = 0, inputs_unchanged = 0,
          compare = 0;
-};
-
-// Carries a verdict out of the stages.
-struct Verdict {
-  v1::Verdict verdict;
-  std::string reason;
-  std::string rule;
 };
 
 class Evaluation {
@@ -164,35 +136,53 @@ class Evaluation {
   }
 
   std::optional<Verdict> Pipeline(v1::Dialect dialect) {
-    RuleViolation rv =
-        CheckCandidateSource(req_.candidate_source(), dialect, req_.task_source());
-    if (rv.fired()) return Verdict{v1::VERDICT_REJECTED, rv.reason, rv.rule};
+    const std::string& policy = req_.policy();
+    if (!policy.empty() && policy != "strict" && policy != "runtime") {
+      return Verdict{v1::VERDICT_RUNTIME_ERROR,
+                     "policy must be \"strict\" or \"runtime\", not \"" + policy + "\"",
+                     "bad_request"};
+    }
+    strict_ = policy != "runtime";
+    result_.set_policy(strict_ ? "strict" : "runtime");
+    if (strict_) {
+      RuleViolation rv =
+          CheckCandidateSource(req_.candidate_source(), dialect, req_.task_source());
+      if (rv.fired()) return Verdict{v1::VERDICT_REJECTED, rv.reason, rv.rule};
+    }
     // Still single-threaded, before any task or candidate code: the last moment to write shared
-    // cache entries, then the lock (candidate_files.h).
+    // cache entries, then the lock (candidate_files.h), which the candidate process inherits.
     files_ = CandidateFilesFor(ctx_.cache_dir, req_.candidate_source());
     if (dialect == v1::DIALECT_CPP) PrepareCppPch(CppConfig());  // a failure shows in the build
     LockToCandidateFiles(ctx_.cache_dir, &files_);
     Enter(Stage::kLoad);
     auto t = Clock::now();
+    std::string error;
     if (!Py_IsInitialized()) {  // a fork server's child inherits a running interpreter
-      std::string error;
       interpreter_ = StartPython(&error);
       if (!interpreter_) return Verdict{v1::VERDICT_RUNTIME_ERROR, error, "engine_error"};
     }
     result_.mutable_stages()->set_startup_s(
         std::chrono::duration<double>(Clock::now() - ctx_.process_start).count());
+    // The candidate process, forked before this process touches CUDA (it gets a context of its
+    // own), builds the candidate while the judge loads the task.
+    seed_ = SecretSeed(req_.seed());
+    init_seed_ = DeriveSeed(seed_, 1000);
+    client_ = CandidateClient::Start(&error);
+    if (!client_ || !client_->SendLoad(LoadFor(dialect), &error)) {
+      return Verdict{v1::VERDICT_RUNTIME_ERROR, error, "engine_error"};
+    }
     try {
       t = Clock::now();
       if (auto v = SetUpDevice()) return v;
+      client_->UseDevice(target_.cuda, target_.index);
       result_.mutable_stages()->set_device_s(Since(t));
       t = Clock::now();
       if (auto v = LoadTask()) return v;
       result_.mutable_stages()->set_load_task_s(Since(t));
       Enter(Stage::kBuild);
       t = Clock::now();
-      auto v = dialect == v1::DIALECT_CPP ? BuildCpp() : Build(dialect);
+      auto v = Build();
       result_.mutable_stages()->set_build_s(Since(t));
-      if (dialect != v1::DIALECT_CPP) result_.set_compiler_log(GetNvrtcCompileStats().last_log);
       if (v) return v;
       if (req_.build_only()) return Verdict{v1::VERDICT_OK, "built (build only)", ""};
       Enter(Stage::kCorrectness);
@@ -210,6 +200,24 @@ class Evaluation {
     } catch (const std::exception& e) {
       return Verdict{v1::VERDICT_RUNTIME_ERROR, e.what(), ""};
     }
+  }
+
+  v1::judge::Load LoadFor(v1::Dialect dialect) const {
+    v1::judge::Load l;
+    l.set_task_source(req_.task_source());
+    l.set_candidate_source(req_.candidate_source());
+    l.set_dialect(dialect);
+    l.set_device(req_.device().empty() ? "cuda" : req_.device());
+    l.set_arch(req_.arch());
+    l.set_init_seed(init_seed_);
+    l.set_build_only(req_.build_only());
+    l.set_nvrtc_dir(files_.nvrtc_dir);
+    l.set_torch_extensions_dir(files_.torch_extensions_dir);
+    CppBuildConfig cfg = CppConfig();
+    l.set_cpp_objects_dir(cfg.objects_dir);
+    l.set_cpp_cache_dir(cfg.cache_dir);
+    l.set_strict(strict_);
+    return l;
   }
 
   std::optional<Verdict> SetUpDevice() {
@@ -261,14 +269,12 @@ class Evaluation {
     }
     if (arch.empty()) arch = "sm_90";
     arch_ = arch;
-    ConfigureNvrtc({arch, target_.cuda, target_.index, files_.nvrtc_dir});
     py::module_ torch = py::module_::import("torch");
     result_.mutable_system()->set_torch_version(py::str(torch.attr("__version__")));
     return std::nullopt;
   }
 
   std::optional<Verdict> LoadTask() {
-    seed_ = SecretSeed(req_.seed());
     try {
       task_ = ExecModule("kforge_task", req_.task_source());
       for (const char* name : {"Model", "get_inputs", "get_init_inputs"}) {
@@ -277,71 +283,41 @@ class Evaluation {
                          std::string("the task defines no ") + name, "task_error"};
         }
       }
-      init_seed_ = DeriveSeed(seed_, 1000);
+      if (req_.build_only()) return std::nullopt;  // the reference is not needed to build
+      // Built on the CPU right after the init seed, as the candidate process builds its copy
+      // and ModelNew (KernelBench's weight semantics), then moved to the device.
       SeedAll(init_seed_);
-      init_inputs_ = ToDevice(task_.attr("get_init_inputs")(), Target{});
-      if (req_.build_only()) {  // the reference is not needed to build
-        switches_ = SwitchSnapshot();
-        return std::nullopt;
-      }
+      py::list init_inputs = ToDevice(task_.attr("get_init_inputs")(), Target{});
       SeedAll(init_seed_);
-      ref_model_ = CallOnDevice(task_.attr("Model"), target_, init_inputs_).attr("to")(target_.name());
+      ref_model_ = task_.attr("Model")(*init_inputs).attr("to")(target_.name());
       fresh_timing_inputs_ = QuickInputs();
     } catch (const py::error_already_set& e) {
       return Verdict{v1::VERDICT_RUNTIME_ERROR, "the task failed to load: " + DescribePythonError(e),
                      "task_error"};
     }
-    switches_ = SwitchSnapshot();
     return std::nullopt;
   }
 
-  std::optional<Verdict> Build(v1::Dialect dialect) {
-    if (!files_.torch_extensions_dir.empty()) {
-      // load_inline builds land in the candidate's namespace; os.environ, because the
-      // interpreter keeps its own copy of the environment.
-      py::module_::import("os").attr("environ")["TORCH_EXTENSIONS_DIR"] =
-          files_.torch_extensions_dir;
+  // The candidate process's build: its verdict is final only when it is not `ok`.
+  std::optional<Verdict> Build() {
+    v1::judge::Loaded loaded;
+    std::string error;
+    if (!client_->Loaded(&loaded, &error)) {
+      return Verdict{v1::VERDICT_RUNTIME_ERROR, error + " while building the candidate", ""};
     }
-    try {
-      candidate_ = ExecModule("kforge_candidate", req_.candidate_source());
-    } catch (const py::error_already_set& e) {
-      std::string what = DescribePythonError(e);
-      // An ImportError in a build ahead (no GPU visible) may not happen on the GPU: there it is
-      // a runtime_error, which the worker does not take as final.
-      bool compile = e.matches(PyExc_SyntaxError) ||
-                     (e.matches(PyExc_ImportError) && !req_.build_only()) ||
-                     what.find("CompileError") != std::string::npos ||
-                     what.find("Error building extension") != std::string::npos;
-      return Verdict{compile ? v1::VERDICT_COMPILE_ERROR : v1::VERDICT_RUNTIME_ERROR,
-                     std::string(compile ? "the candidate did not build: "
-                                         : "the candidate failed while loading: ") +
-                         what,
-                     ""};
+    result_.set_compiler_log(loaded.compiler_log());
+    v1::StageDurations* st = result_.mutable_stages();
+    st->set_build_host_compile_s(loaded.build_host_compile_s());
+    st->set_build_kernel_compile_s(loaded.build_kernel_compile_s());
+    st->set_build_load_s(loaded.build_load_s());
+    if (loaded.verdict() == v1::VERDICT_OK) return std::nullopt;
+    if (loaded.verdict() == v1::VERDICT_UNSPECIFIED) {
+      return Verdict{v1::VERDICT_RUNTIME_ERROR, "the candidate process answered Load without a verdict", ""};
     }
-    if (!py::hasattr(candidate_, "ModelNew")) {
-      return Verdict{v1::VERDICT_REJECTED, "missing_model: the candidate defines no ModelNew",
-                     "missing_model"};
-    }
-    try {
-      SeedAll(init_seed_);
-      cand_model_ =
-          CallOnDevice(candidate_.attr("ModelNew"), target_, init_inputs_).attr("to")(target_.name());
-      if (!req_.build_only()) CopyMatchingState(ref_model_, cand_model_);
-    } catch (const py::error_already_set& e) {
-      std::string what = DescribePythonError(e);
-      return Verdict{v1::VERDICT_RUNTIME_ERROR, "ModelNew could not be constructed: " + what,
-                     what.find("no GPU (CPU mode)") != std::string::npos ? "no_gpu" : ""};
-    }
-    if (SwitchSnapshot() != switches_) {
-      return Verdict{v1::VERDICT_REJECTED,
-                     "global_switch: building the candidate changed process-wide torch settings "
-                     "(TF32, cudnn or precision flags), which would also change the reference",
-                     "global_switch"};
-    }
-    return std::nullopt;
+    return Verdict{loaded.verdict(), loaded.reason(), loaded.rule()};
   }
 
-  // The cpp dialect: host-compile the candidate, load it, hand it the reference's parameters.
+  // Where the candidate process puts cpp builds (its cache namespace).
   CppBuildConfig CppConfig() const {
     CppBuildConfig cfg;
     cfg.cache_dir = ctx_.cache_dir.empty() ? "" : ctx_.cache_dir + "/cpp";
@@ -350,72 +326,11 @@ class Evaluation {
     return cfg;
   }
 
-  std::optional<Verdict> BuildCpp() {
-    CppBuildConfig cfg = CppConfig();
-    cfg.arch = arch_;
-    cfg.gpu_available = target_.cuda;
-    cfg.device_index = target_.index;
-    CppBuildResult b = BuildCppCandidate(req_.candidate_source(), cfg);
-    result_.set_compiler_log(b.log);
-    result_.mutable_stages()->set_build_host_compile_s(b.host_compile_s);
-    result_.mutable_stages()->set_build_kernel_compile_s(b.kernel_compile_s);
-    result_.mutable_stages()->set_build_load_s(b.load_s);
-    if (!b.candidate) {
-      if (b.compile_error) {
-        return Verdict{v1::VERDICT_COMPILE_ERROR, b.error, ""};
-      }
-      return Verdict{v1::VERDICT_RUNTIME_ERROR, b.error, "engine_error"};
-    }
-    cpp_ = std::move(b.candidate);
-    if (req_.build_only()) return std::nullopt;
-    std::vector<at::Tensor> params;
-    py::dict state = ref_model_.attr("state_dict")();
-    for (auto item : state) {
-      if (THPVariable_Check(item.second.ptr())) {
-        params.push_back(THPVariable_Unpack(item.second.ptr()).detach().clone());
-      }
-    }
-    CppCallStatus s = cpp_->Init(params);
-    if (!s.ok()) {
-      return Verdict{v1::VERDICT_RUNTIME_ERROR, "init failed: " + s.error,
-                     s.no_gpu ? "no_gpu" : ""};
-    }
-    if (SwitchSnapshot() != switches_) {
-      return Verdict{v1::VERDICT_REJECTED,
-                     "global_switch: building the candidate changed process-wide torch settings",
-                     "global_switch"};
-    }
-    return std::nullopt;
-  }
-
-  // Runs the candidate on `inputs`: ModelNew for the Python dialects, forward() for cpp.
-  // Throws pybind11::error_already_set or std::runtime_error (prefixed "cpp: ") on failure.
-  py::object CallCandidate(const py::list& inputs, uint64_t* own_launches) {
-    if (!cpp_) {
-      uint64_t before = NvrtcLaunchCount();
-      at::NoGradGuard no_grad;
-      py::object out = cand_model_(*inputs);
-      *own_launches = NvrtcLaunchCount() - before;
-      return out;
-    }
-    uint64_t before = cpp_->launches();
-    std::vector<at::Tensor> outs;
-    CppCallStatus s = cpp_->Forward(TensorsOf(inputs), &outs);
-    *own_launches = cpp_->launches() - before;
-    if (!s.ok()) {
-      throw std::runtime_error(std::string(s.no_gpu ? "no GPU (CPU mode): " : "") + s.error);
-    }
-    py::tuple t(outs.size());
-    for (size_t i = 0; i < outs.size(); ++i) t[i] = py::reinterpret_steal<py::object>(THPVariable_Wrap(outs[i]));
-    return outs.size() == 1 ? py::object(t[0]) : py::object(t);
-  }
-
   void Synchronize() {
     if (!target_.cuda) return;
     cudaError_t e = cudaDeviceSynchronize();
     if (e != cudaSuccess) {
-      throw std::runtime_error(std::string("CUDA error after the candidate ran: ") +
-                               cudaGetErrorString(e));
+      throw std::runtime_error(std::string("CUDA error in the judge: ") + cudaGetErrorString(e));
     }
   }
 
@@ -437,70 +352,38 @@ class Evaluation {
     report->set_whole_rel_error(std::max(report->whole_rel_error(), cmp.whole_rel_error));
   }
 
-  // `returns_input` when a candidate output shares memory with one of its inputs where the
-  // reference's output does not share it with the reference's inputs. `where` prefixes the
-  // reason ("" in the trials).
-  static std::optional<Verdict> ReturnsInput(const std::vector<at::Tensor>& ref_out,
-                                             const std::vector<at::Tensor>& ref_in,
-                                             const std::vector<at::Tensor>& cand_out,
-                                             const std::vector<at::Tensor>& cand_in,
-                                             const std::string& where) {
-    for (size_t o = 0; o < cand_out.size(); ++o) {
-      for (size_t i = 0; i < cand_in.size() && i < ref_in.size(); ++i) {
-        bool ref_aliases = o < ref_out.size() && SharesMemory(ref_out[o], ref_in[i]);
-        if (!ref_aliases && SharesMemory(cand_out[o], cand_in[i])) {
-          return Verdict{v1::VERDICT_REJECTED,
-                         "returns_input: " + where + "output " + std::to_string(o) +
-                             " shares memory with input " + std::to_string(i),
-                         "returns_input"};
-        }
+  // What the candidate process said about a call, as a verdict when the call failed: it raised
+  // or crashed (runtime_error), answered something the reference's outputs do not match in
+  // count, type or shape (incorrect), or found a runtime rule on its own tensors (rejected).
+  std::optional<Verdict> CallVerdict(const v1::judge::Called& c, v1::Dialect dialect,
+                                     const std::string& where) {
+    if (!c.error().empty()) {
+      if (c.no_gpu()) {
+        return Verdict{v1::VERDICT_RUNTIME_ERROR,
+                       "not run: the candidate's kernels compiled for " +
+                           std::string(req_.arch().empty() ? "sm_90" : req_.arch()) +
+                           " but cannot run without a GPU (CPU mode); correctness and timing "
+                           "were not checked",
+                       "no_gpu"};
       }
+      return Verdict{v1::VERDICT_RUNTIME_ERROR, "the candidate raised: " + where + c.error(), ""};
+    }
+    if (!c.rule().empty()) return Verdict{v1::VERDICT_REJECTED, c.rule_reason(), c.rule()};
+    if (!c.mismatch().empty()) {
+      return Verdict{v1::VERDICT_INCORRECT, "the candidate " + where + c.mismatch(), ""};
+    }
+    bool must_launch = dialect == v1::DIALECT_NVRTC || (dialect == v1::DIALECT_CPP && target_.cuda &&
+                                                        HasCppKernels());
+    if (must_launch && c.own_launches() == 0) {
+      return Verdict{v1::VERDICT_REJECTED,
+                     "fallback: " + where + "the candidate's forward launched none of its own kernels",
+                     "fallback"};
     }
     return std::nullopt;
   }
 
-  // `host_memory` for output `o` in pinned host or managed memory tagged as CUDA: the host
-  // could write it with no kernel or copy the activity clock would see.
-  static std::optional<Verdict> HostMemory(const at::Tensor& out, size_t o,
-                                           const std::string& where) {
-    if (InDeviceMemory(out)) return std::nullopt;
-    return Verdict{v1::VERDICT_REJECTED,
-                   "host_memory: " + where + "output " + std::to_string(o) +
-                       " is a CUDA tensor whose memory is not device memory (pinned host or "
-                       "managed memory); outputs must live in device memory",
-                   "host_memory"};
-  }
-
-  // `output_cache` for output `o` when it is memory the candidate returned before (`earlier`,
-  // held alive so that a fresh allocation cannot land on it).
-  static std::optional<Verdict> ReusedOutput(const at::Tensor& out, size_t o,
-                                             const std::vector<at::Tensor>& earlier,
-                                             const std::string& where) {
-    for (const at::Tensor& e : earlier) {
-      if (SharesMemory(out, e)) {
-        return Verdict{v1::VERDICT_REJECTED,
-                       "output_cache: " + where + "output " + std::to_string(o) +
-                           " is the same memory the candidate returned for earlier inputs",
-                       "output_cache"};
-      }
-    }
-    return std::nullopt;
-  }
-
-  // `input_mutation` when the candidate's copy of the inputs no longer equals the reference's
-  // after both ran (the candidate changed its own, or reached the reference's).
-  static std::optional<Verdict> ChangedInput(const std::vector<at::Tensor>& ref_in,
-                                             const std::vector<at::Tensor>& cand_in,
-                                             const std::string& where) {
-    for (size_t i = 0; i < cand_in.size() && i < ref_in.size(); ++i) {
-      if (!at::equal(cand_in[i], ref_in[i])) {
-        return Verdict{v1::VERDICT_REJECTED,
-                       "input_mutation: " + where + "input " + std::to_string(i) +
-                           " was modified by the candidate",
-                       "input_mutation"};
-      }
-    }
-    return std::nullopt;
+  bool HasCppKernels() const {
+    return req_.candidate_source().find("KFORGE_KERNELS") != std::string::npos;
   }
 
   // One correctness trial with inputs from `seed`, adding its time to `times`.
@@ -513,9 +396,13 @@ class Evaluation {
       times.*part += Since(lap);
       lap = Clock::now();
     };
+    std::string error;
     SeedAll(seed);
     py::list inputs = ToDevice(CallOnDevice(task_.attr("get_inputs"), target_), target_);
-    py::list cand_inputs = CloneInputs(inputs);
+    // The candidate's copy, in the slots it can see, made before the reference runs.
+    if (!client_->Prepare(0, inputs, &error)) {
+      return Verdict{v1::VERDICT_RUNTIME_ERROR, error, "engine_error"};
+    }
     Synchronize();
     count(&TrialTimes::inputs);
     py::object ref_out;
@@ -529,71 +416,34 @@ class Evaluation {
     if (!ref.error.empty()) {
       return Verdict{v1::VERDICT_RUNTIME_ERROR, "the reference " + ref.error, "task_error"};
     }
-    int64_t out_bytes = 0;
-    for (const auto& t : ref.tensors) out_bytes += static_cast<int64_t>(t.nbytes());
-    PoisonFreeMemory(target_, 2 * out_bytes + (1 << 20));
-    Synchronize();
+    std::vector<at::Tensor> in_tensors = TensorsOf(inputs);
+    if (!client_->PoisonOutputs(ref.tensors, &error)) {
+      return Verdict{v1::VERDICT_RUNTIME_ERROR, error, "engine_error"};
+    }
     count(&TrialTimes::poison);
-    uint64_t own_launches = 0;
-    py::object cand_out;
-    std::string what;  // the candidate's own failure, if any
-    try {
-      cand_out = CallCandidate(cand_inputs, &own_launches);
-    } catch (const py::error_already_set& e) {
-      what = DescribePythonError(e);
-    } catch (const std::exception& e) {
-      what = e.what();
+    v1::judge::Called called;
+    if (!client_->Call(trial_calls_++, 0, AliasBits(ref.tensors, in_tensors), false, 1, &called,
+                       &error)) {
+      return Verdict{v1::VERDICT_RUNTIME_ERROR, error, ""};
     }
-    if (what.empty()) Synchronize();  // a kernel fault surfaces here (runtime_error)
     count(&TrialTimes::candidate);
-    if (!what.empty()) {
-      if (what.find("no GPU (CPU mode)") != std::string::npos) {
-        return Verdict{v1::VERDICT_RUNTIME_ERROR,
-                       "not run: the candidate's kernels compiled for " +
-                           std::string(req_.arch().empty() ? "sm_90" : req_.arch()) +
-                           " but cannot run without a GPU (CPU mode); correctness and timing "
-                           "were not checked",
-                       "no_gpu"};
-      }
-      return Verdict{v1::VERDICT_RUNTIME_ERROR, "the candidate raised: " + what, ""};
+    // An output that is one of its inputs: a changed input is the finding that explains it.
+    if (called.rule() == "returns_input") {
+      if (auto v = ChangedInput(in_tensors, client_->inputs(0), "")) return v;
     }
-    Outputs cand = OutputsToTensors(cand_out);
-    if (!cand.error.empty()) {
-      return Verdict{v1::VERDICT_INCORRECT, "the candidate " + cand.error, ""};
-    }
-    if (cand.subclass) {
-      return Verdict{v1::VERDICT_REJECTED,
-                     "lazy_tensor: the candidate returned a torch.Tensor subclass; outputs must "
-                     "be plain tensors computed in forward",
-                     "lazy_tensor"};
-    }
-    for (size_t o = 0; o < cand.tensors.size(); ++o) {
-      if (auto v = HostMemory(cand.tensors[o], o, "")) return v;
-      if (HoldsPoison(cand.tensors[o])) {
-        return Verdict{v1::VERDICT_REJECTED,
-                       "stale_memory: output " + std::to_string(o) +
-                           " still holds the engine's poison bytes where the candidate never "
-                           "wrote",
-                       "stale_memory"};
-      }
-      if (auto v = ReusedOutput(cand.tensors[o], o, previous_outputs_, "")) return v;
-    }
-    // Held until the next trial, so a fresh allocation can never land on the same memory.
-    previous_outputs_ = cand.tensors;
-    bool must_launch = dialect == v1::DIALECT_NVRTC ||
-                       (dialect == v1::DIALECT_CPP && target_.cuda && cpp_->has_kernels());
-    if (must_launch && own_launches == 0) {
-      return Verdict{v1::VERDICT_REJECTED,
-                     "fallback: the candidate's forward launched none of its own kernels",
-                     "fallback"};
+    if (auto v = CallVerdict(called, dialect, "")) return v;
+    // The judge's own copy of what the candidate wrote: nothing the candidate process does
+    // later can change it.
+    std::vector<at::Tensor> cand;
+    for (const at::Tensor& o : client_->outputs()) cand.push_back(o.clone());
+    Synchronize();
+    for (size_t o = 0; o < cand.size(); ++o) {
+      if (auto v = StaleMemory(cand[o], o, "")) return v;
     }
     count(&TrialTimes::outputs);
-    std::vector<at::Tensor> in_tensors = TensorsOf(inputs);
-    std::vector<at::Tensor> cand_in = TensorsOf(cand_inputs);
-    if (auto v = ChangedInput(in_tensors, cand_in, "")) return v;
+    if (auto v = ChangedInput(in_tensors, client_->inputs(0), "")) return v;
     count(&TrialTimes::inputs_unchanged);
-    if (auto v = ReturnsInput(ref.tensors, in_tensors, cand.tensors, cand_in, "")) return v;
-    Comparison cmp = CompareOutputs(ref.tensors, cand.tensors, TaskTolerance(ref));
+    Comparison cmp = CompareOutputs(ref.tensors, cand, TaskTolerance(ref));
     count(&TrialTimes::compare);
     RecordErrors(cmp);
     if (!cmp.ok) {
@@ -605,12 +455,6 @@ class Evaluation {
                        rule_on_mismatch};
       }
       return Verdict{v1::VERDICT_INCORRECT, cmp.reason, ""};
-    }
-    if (SwitchSnapshot() != switches_) {
-      return Verdict{v1::VERDICT_REJECTED,
-                     "global_switch: the candidate changed process-wide torch settings while "
-                     "running",
-                     "global_switch"};
     }
     return std::nullopt;
   }
@@ -636,62 +480,45 @@ class Evaluation {
     return v;
   }
 
-  // One iteration's inputs: the reference's and the candidate's own copy.
+  // One timing iteration's inputs: the reference's, and the candidate's copy in the slots of
+  // input group `group`.
   struct TimedInputs {
-    py::list ref, cand;
-    std::vector<at::Tensor> cand_tensors;  // the cpp dialect's view of `cand`
+    py::list ref;
+    int group = 0;
   };
 
-  TimedInputs MakeTimedInputs(uint64_t seed) {
+  TimedInputs MakeTimedInputs(uint64_t seed, int group) {
     SeedAll(seed);
     TimedInputs in;
     in.ref = ToDevice(CallOnDevice(task_.attr("get_inputs"), target_), target_);
-    in.cand = CloneInputs(in.ref);
-    in.cand_tensors = TensorsOf(in.cand);
+    in.group = group;
+    std::string error;
+    if (!client_->Prepare(group, in.ref, &error)) throw std::runtime_error(error);
     return in;
   }
 
-  // After a timed iteration, as in the trials: both programs' inputs unchanged (the
-  // candidate's copy and the reference's set, which a candidate holding raw device pointers
-  // could reach); the candidate's outputs in device memory, not its inputs, not memory it
-  // returned in the iterations in `held` (which keeps the last `keep` alive; rotating sets
-  // only, else 0), and within tolerance of the reference's on the same inputs. A candidate that behaves only
-  // while untimed (work skipped once the calls come fast, a result replayed for inputs seen
-  // before) is caught here. Wrong values are `incorrect`, rule timed_outputs: a kernel that is
-  // right only most of the time fails here without being a hack.
+  // After a timed iteration, as in the trials: both programs' inputs unchanged, the
+  // candidate's outputs (the judge's copy of its output slots) free of poison and within
+  // tolerance of the reference's on the same inputs. A candidate that behaves only while
+  // untimed (work skipped once the calls come fast, a result replayed for inputs seen before) is
+  // caught here. Wrong values are `incorrect`, rule timed_outputs: a kernel that is right only
+  // most of the time fails here without being a hack.
   std::optional<Verdict> CheckTimedOutputs(uint32_t iteration, const TimedInputs& in,
-                                           const py::object& ref_out, const py::object& cand_out,
-                                           const std::vector<at::Tensor>& cand_cpp_out,
-                                           std::deque<std::vector<at::Tensor>>* held,
-                                           size_t keep) {
+                                           const py::object& ref_out,
+                                           const std::vector<at::Tensor>& cand) {
     const std::string where =
         "in iteration " + std::to_string(iteration) + " of the timing stage, ";
     Outputs ref = OutputsToTensors(ref_out);
     if (!ref.error.empty()) {
       return Verdict{v1::VERDICT_RUNTIME_ERROR, "the reference " + ref.error, "task_error"};
     }
-    const std::vector<at::Tensor> ref_in = TensorsOf(in.ref);
-    if (auto v = ChangedInput(ref_in, in.cand_tensors, where)) return v;
-    Outputs cand;
-    if (cpp_) {
-      cand.tensors = cand_cpp_out;
-    } else {
-      cand = OutputsToTensors(cand_out);
-    }
+    if (auto v = ChangedInput(TensorsOf(in.ref), client_->inputs(in.group), where)) return v;
     std::string wrong;
-    if (!cand.error.empty()) wrong = "the candidate " + cand.error;
-    if (cand.subclass) wrong = "the candidate returned a torch.Tensor subclass";
-    for (size_t o = 0; wrong.empty() && o < cand.tensors.size(); ++o) {
-      if (auto v = HostMemory(cand.tensors[o], o, where)) return v;
-      for (const auto& earlier : *held) {
-        if (auto v = ReusedOutput(cand.tensors[o], o, earlier, where)) return v;
-      }
+    for (size_t o = 0; o < cand.size(); ++o) {
+      if (HoldsPoison(cand[o])) wrong = "output " + std::to_string(o) + " was not written";
     }
     if (wrong.empty()) {
-      if (auto v = ReturnsInput(ref.tensors, ref_in, cand.tensors, in.cand_tensors, where)) {
-        return v;
-      }
-      Comparison cmp = CompareOutputs(ref.tensors, cand.tensors, TaskTolerance(ref));
+      Comparison cmp = CompareOutputs(ref.tensors, cand, TaskTolerance(ref));
       RecordErrors(cmp);
       if (!cmp.ok) wrong = cmp.reason;
     }
@@ -700,10 +527,6 @@ class Evaluation {
                      "timed_outputs: correct during the trials but wrong " + where +
                          "against the reference on the same inputs (" + wrong + ")",
                      "timed_outputs"};
-    }
-    if (keep > 0) {
-      held->push_back(cand.tensors);
-      if (held->size() > keep) held->pop_front();
     }
     return std::nullopt;
   }
@@ -714,7 +537,13 @@ class Evaluation {
   bool QuickInputs() {
     for (int k = 0; k < 2; ++k) {
       auto made = Clock::now();
-      { TimedInputs probe = MakeTimedInputs(DeriveSeed(seed_, 1900 + k)); }
+      {
+        // get_inputs() and a copy like the candidate's (the slots are not declared yet: the
+        // candidate process is still building and answers in order).
+        SeedAll(DeriveSeed(seed_, 1900 + k));
+        py::list probe = ToDevice(CallOnDevice(task_.attr("get_inputs"), target_), target_);
+        for (const at::Tensor& t : TensorsOf(probe)) t.clone();
+      }
       Synchronize();
       if (Since(made) * 1000 <= kFreshInputsMaxMs) return true;
     }
@@ -729,50 +558,81 @@ class Evaluation {
     // (docs/evaluation.md, "Timing").
     const bool fresh = fresh_timing_inputs_;
     std::vector<TimedInputs> sets;
-    sets.push_back(MakeTimedInputs(DeriveSeed(seed_, 2000)));
+    sets.push_back(MakeTimedInputs(DeriveSeed(seed_, 2000), 0));
     if (!fresh) {
       int64_t set_bytes = 0;
       for (const auto& t : TensorsOf(sets[0].ref)) set_bytes += t.nbytes();
       for (int k = 1; k < kTimingInputSets && set_bytes * (k + 1) <= kMaxTimingSetBytes; ++k) {
-        sets.push_back(MakeTimedInputs(DeriveSeed(seed_, 2000 + k)));
+        sets.push_back(MakeTimedInputs(DeriveSeed(seed_, 2000 + k), k));
       }
     }
-    py::object ref_out = py::none(), cand_out = py::none();
-    std::vector<at::Tensor> cand_cpp_out;
-    std::deque<std::vector<at::Tensor>> held;  // rotating sets: earlier iterations' outputs
+    // The reference's outputs' layout, from the trials: the output slots are poisoned before
+    // each candidate call, outside the timed region.
+    std::vector<at::Tensor> out_like;
+    {
+      at::NoGradGuard g;
+      for (const at::Tensor& t : OutputsToTensors(ref_model_(*sets[0].ref)).tensors) {
+        out_like.push_back(t);
+      }
+    }
+    const std::vector<uint64_t> aliases = AliasBits(out_like, TensorsOf(sets[0].ref));
+    py::object ref_out = py::none();
+    std::vector<at::Tensor> ref_copy, cand_copy;
     std::optional<Verdict> timed_verdict;
+    v1::judge::Called called;
+    std::vector<double> claim_event_ms, claim_host_ms;
     uint32_t iterations = 0;
     int current = 0;  // the iteration's set
     IterationHooks hooks;
     hooks.before = [&](uint32_t it) {
       iterations = it + 1;
-      if (!fresh) return current = static_cast<int>(it % sets.size());
-      if (it > 0) {
-        sets.clear();  // freed before the next set is made
-        sets.push_back(MakeTimedInputs(DeriveSeed(seed_, 2000 + it)));
+      if (!fresh) {
+        current = static_cast<int>(it % sets.size());
+      } else {
+        if (it > 0) {
+          sets.clear();  // freed before the next set is made
+          sets.push_back(MakeTimedInputs(DeriveSeed(seed_, 2000 + it), 0));
+        }
+        current = 0;
       }
-      return current = 0;
+      std::string error;
+      if (!client_->PoisonOutputs(out_like, &error)) throw std::runtime_error(error);
+      return current;
     };
     hooks.after = [&](uint32_t it) {
-      timed_verdict = CheckTimedOutputs(it, sets[current], ref_out, cand_out, cand_cpp_out,
-                                        &held, fresh ? 0 : sets.size());
-      ref_out = cand_out = py::none();  // freed outside the timed region
-      cand_cpp_out.clear();
+      if (!timed_verdict) {
+        timed_verdict = ChangedInput(TensorsOf(sets[current].ref), client_->inputs(sets[current].group),
+                                     "in iteration " + std::to_string(it) + " of the timing stage, ");
+      }
+      if (!timed_verdict) timed_verdict = CallVerdict(called, dialect, "in a timed call, ");
+      if (!timed_verdict) timed_verdict = CheckTimedOutputs(it, sets[current], ref_out, cand_copy);
+      if (called.has_claim()) {
+        claim_event_ms.push_back(called.claim().event_ms());
+        claim_host_ms.push_back(called.claim().host_ms());
+      }
+      ref_out = py::none();  // freed outside the timed region
+      ref_copy.clear();
+      cand_copy.clear();
       return !timed_verdict;
     };
+    // The judge's clock sees each program's call as a caller does: the reference's forward in
+    // this process, the candidate's request to its process, its answer and the judge's copy of
+    // the output slots, each followed by a device synchronisation; the reference copies its
+    // outputs the same way, so both pay one output copy.
     Program ref = [&](int s) {
       at::NoGradGuard g;
       ref_out = ref_model_(*sets[s].ref);
+      for (const at::Tensor& t : OutputsToTensors(ref_out).tensors) ref_copy.push_back(t.clone());
     };
     Program cand = [&](int s) {
-      if (cpp_) {
-        // Tensors prepared outside the timed region: nothing touches Python here.
-        CppCallStatus st = cpp_->Forward(sets[s].cand_tensors, &cand_cpp_out);
-        if (!st.ok()) throw std::runtime_error("cpp: " + st.error);
+      std::string error;
+      called.Clear();
+      const uint32_t keep = fresh ? 1 : static_cast<uint32_t>(sets.size());
+      if (!client_->Call(timed_calls_++, sets[s].group, aliases, true, keep, &called, &error)) {
+        timed_verdict = Verdict{v1::VERDICT_RUNTIME_ERROR, error + " (timing stage)", ""};
         return;
       }
-      at::NoGradGuard g;
-      cand_out = cand_model_(*sets[s].cand);
+      for (const at::Tensor& o : client_->outputs()) cand_copy.push_back(o.clone());
     };
     TimingOptions o;
     o.cuda = target_.cuda;
@@ -780,26 +640,22 @@ class Evaluation {
     o.l2_bytes = result_.system().l2_cache_bytes();
     if (req_.min_samples()) o.min_samples = req_.min_samples();
     if (req_.max_rel_stderr() > 0) o.max_rel_stderr = req_.max_rel_stderr();
-    o.preroll_ms = o.cuda ? req_.timing_preroll_ms() : 0;
-    o.clock = req_.timing_clock() == "events" ? TimingClock::kEvents : TimingClock::kActivity;
-    o.require_clock = req_.timing_clock() == "activity";
+    o.clock = TimingClock::kJudge;
     o.time_cap_s = ctx_.timing_budget_s;
     TimingOutcome out = TimeInterleaved(ref, cand, o, hooks);
     if (timed_verdict) return timed_verdict;
     const int input_sets = fresh ? static_cast<int>(iterations) : static_cast<int>(sets.size());
     sets.clear();
-    held.clear();
     *result_.mutable_reference() = out.reference;
     *result_.mutable_candidate() = out.candidate;
     result_.set_timing_preroll_ms(out.preroll_ms);
     result_.set_timing_clock(TimingClockName(out.clock));
     result_.set_timing_clock_note(out.clock_note);
+    v1::TimingStats* claim = result_.mutable_candidate_claim();
+    *claim = Summarise(target_.cuda ? claim_event_ms : claim_host_ms);
     if (req_.keep_samples()) {
       KeepSamples(out.ref, out.clock, input_sets, result_.mutable_reference());
       KeepSamples(out.cand, out.clock, input_sets, result_.mutable_candidate());
-    }
-    if (out.hidden_work) {
-      return Verdict{v1::VERDICT_REJECTED, "side_stream: " + out.hidden_work_detail, "side_stream"};
     }
     // Fresh inputs once more: outputs cached across calls are caught here.
     TrialTimes post_timing;
@@ -813,14 +669,13 @@ class Evaluation {
   std::unique_ptr<py::scoped_interpreter> interpreter_;
   Target target_;
   uint64_t seed_ = 0, init_seed_ = 0;
-  py::object task_, candidate_, ref_model_, cand_model_;
-  std::unique_ptr<CppCandidate> cpp_;  // the cpp dialect's loaded candidate
-  CandidateFiles files_;               // its cache namespace
+  py::object task_, ref_model_;
+  std::unique_ptr<CandidateClient> client_;  // the candidate process
+  CandidateFiles files_;                     // the candidate's cache namespace
   std::string arch_;
-  py::object init_inputs_;
-  std::vector<at::Tensor> previous_outputs_;
+  bool strict_ = true;               // policy strict: the static rules apply
   bool fresh_timing_inputs_ = true;  // QuickInputs(), decided in LoadTask
-  std::string switches_;
+  uint32_t trial_calls_ = 0, timed_calls_ = 0;
 };
 
 }  // namespace

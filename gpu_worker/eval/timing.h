@@ -19,6 +19,11 @@
 //    warm-up sample of either program the trace cannot account for puts the whole
 //    evaluation on kEvents (clock_note says why).
 //  - kEvents: the events' interval.
+//  - kJudge: the judge's own clock (a GPU; engine.cc, "The trust boundary"): per sample, L2
+//    flushed and the device drained, then the host time from the call's start to the end of
+//    a device synchronisation after it. The program itself includes whatever proves its work
+//    done (the engine: copying the candidate process's output slots), so no work of another
+//    process can be left out of a sample. No events, no trace, no pre-roll.
 // The optional pre-roll (`preroll_ms` > 0, replacing the memset flush) is a kernel that takes
 // every thread slot of every SM for that long and then flushes L2 (preroll.cu); the program is
 // launched while it runs, so its launches queue and the host's launch gaps fall outside the
@@ -43,9 +48,9 @@
 
 namespace kforge::eval {
 
-enum class TimingClock { kActivity, kEvents, kHost };
+enum class TimingClock { kActivity, kEvents, kHost, kJudge };
 
-// "activity", "events", "host".
+// "activity", "events", "host", "judge".
 const char* TimingClockName(TimingClock clock);
 
 struct TimingOptions {

@@ -1,0 +1,229 @@
+#include "gpu_worker/eval/candidate_client.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <cuda_runtime_api.h>
+#include <torch/csrc/autograd/python_variable.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "gpu_worker/eval/candidate_process.h"
+
+namespace py = pybind11;
+
+namespace kforge::eval {
+
+namespace judge = v1::judge;
+
+std::unique_ptr<CandidateClient> CandidateClient::Start(std::string* error) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+    *error = std::string("cannot create the candidate channel: ") + std::strerror(errno);
+    return nullptr;
+  }
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid < 0) {
+    *error = std::string("cannot start the candidate process: ") + std::strerror(errno);
+    close(sv[0]);
+    close(sv[1]);
+    return nullptr;
+  }
+  if (pid == 0) {
+    close(sv[0]);
+    RunCandidateProcess(sv[1]);
+  }
+  close(sv[1]);
+  // Not dumpable from here on: a process of the same uid (the candidate's) can neither ptrace
+  // the judge nor open its /proc entries (mem, fd, environ).
+  prctl(PR_SET_DUMPABLE, 0);
+  return std::unique_ptr<CandidateClient>(new CandidateClient(pid, sv[0]));
+}
+
+CandidateClient::~CandidateClient() {
+  if (pid_ <= 0) return;  // reaped by Describe
+  kill(pid_, SIGKILL);
+  waitpid(pid_, nullptr, 0);
+}
+
+void CandidateClient::UseDevice(bool cuda, int device) {
+  arena_ = std::make_unique<SlotArena>(cuda, device);
+}
+
+std::string CandidateClient::Describe(const std::string& channel_error) {
+  if (pid_ <= 0) return "the candidate process is gone: " + channel_error;
+  int status = 0;
+  pid_t r = waitpid(pid_, &status, WNOHANG);
+  if (r == 0) {  // alive: give it a moment to finish dying
+    usleep(50 * 1000);
+    r = waitpid(pid_, &status, WNOHANG);
+  }
+  if (r == pid_) {
+    std::string how = WIFSIGNALED(status)
+                          ? "died with signal " + std::to_string(WTERMSIG(status)) + " (" +
+                                strsignal(WTERMSIG(status)) + ")"
+                          : "exited with code " + std::to_string(WEXITSTATUS(status));
+    pid_ = -1;  // reaped
+    return "the candidate process " + how;
+  }
+  return "the candidate process broke the channel: " + channel_error;
+}
+
+bool CandidateClient::Receive(judge::FromCandidate* in, std::string* error) {
+  std::string e;
+  if (!channel_.Receive(in, &e)) {
+    *error = Describe(e);
+    return false;
+  }
+  if (in->kind_case() == judge::FromCandidate::kFailed) {
+    *error = "the candidate process failed: " + in->failed().substr(0, 4000);
+    return false;
+  }
+  return true;
+}
+
+bool CandidateClient::SendLoad(const judge::Load& load, std::string* error) {
+  judge::ToCandidate out;
+  *out.mutable_load() = load;
+  std::string e;
+  if (!channel_.Send(out, &e)) {
+    *error = Describe(e);
+    return false;
+  }
+  return true;
+}
+
+bool CandidateClient::Loaded(judge::Loaded* loaded, std::string* error) {
+  judge::FromCandidate in;
+  if (!Receive(&in, error)) return false;
+  if (in.kind_case() != judge::FromCandidate::kLoaded) {
+    *error = "the candidate process answered Load with something else";
+    return false;
+  }
+  *loaded = in.loaded();
+  return true;
+}
+
+bool CandidateClient::SlotFor(const std::pair<int, int>& key, uint64_t bytes, uint32_t* slot,
+                              std::string* error) {
+  auto it = slots_.find(key);
+  if (it != slots_.end() && arena_->bytes(it->second) >= bytes) {
+    *slot = it->second;
+    return true;
+  }
+  // A new slot (the old one, too small, stays mapped until the end: never reused).
+  judge::ToCandidate out;
+  int fd = -1;
+  if (!arena_->Allocate(bytes, out.mutable_slot(), &fd, error)) return false;
+  std::string e;
+  if (!channel_.Send(out, fd >= 0 ? std::vector<int>{fd} : std::vector<int>{}, &e)) {
+    *error = Describe(e);
+    return false;
+  }
+  judge::FromCandidate in;
+  if (!Receive(&in, error)) return false;
+  if (in.kind_case() != judge::FromCandidate::kSlotMapped) {
+    *error = "the candidate process answered a slot with something else";
+    return false;
+  }
+  *slot = out.slot().id();
+  slots_[key] = *slot;
+  return true;
+}
+
+bool CandidateClient::Prepare(int group, const py::list& inputs, std::string* error) {
+  std::vector<judge::Arg> args;
+  std::vector<at::Tensor> views;
+  int index = 0;
+  for (py::handle item : inputs) {
+    judge::Arg a;
+    if (THPVariable_Check(item.ptr())) {
+      const at::Tensor& t = THPVariable_Unpack(item.ptr());
+      uint32_t slot;
+      if (!SlotFor({group, index}, LayoutBytes(t), &slot, error)) return false;
+      at::Tensor view = arena_->View(slot, t, a.mutable_tensor());
+      view.copy_(t);
+      views.push_back(view);
+    } else if (py::isinstance<py::bool_>(item)) {
+      a.set_bool_value(item.cast<bool>());
+    } else if (py::isinstance<py::int_>(item)) {
+      a.set_int_value(item.cast<int64_t>());
+    } else if (py::isinstance<py::float_>(item)) {
+      a.set_float_value(item.cast<double>());
+    } else if (py::isinstance<py::str>(item)) {
+      a.set_str_value(item.cast<std::string>());
+    } else if (item.is_none()) {
+      a.set_none(true);
+    } else {
+      *error = "get_inputs() returned a " +
+               std::string(py::str(py::type::handle_of(item).attr("__name__"))) +
+               ", which cannot be passed to the candidate process (tensors, numbers, strings "
+               "and None can)";
+      return false;
+    }
+    args.push_back(std::move(a));
+    ++index;
+  }
+  prepared_[group] = std::move(args);
+  input_views_[group] = std::move(views);
+  return true;
+}
+
+bool CandidateClient::PoisonOutputs(const std::vector<at::Tensor>& ref_outputs,
+                                    std::string* error) {
+  output_views_.clear();
+  output_descs_.clear();
+  for (size_t k = 0; k < ref_outputs.size(); ++k) {
+    uint32_t slot;
+    if (!SlotFor({-1, static_cast<int>(k)}, LayoutBytes(ref_outputs[k]), &slot, error)) {
+      return false;
+    }
+    judge::TensorView desc;
+    at::Tensor view = arena_->View(slot, ref_outputs[k], &desc);
+    at::Tensor bytes =
+        at::from_blob(view.data_ptr(), {static_cast<int64_t>(arena_->bytes(slot))},
+                      at::TensorOptions().dtype(at::kByte).device(view.device()));
+    bytes.fill_(0xFF);
+    output_views_.push_back(view);
+    output_descs_.push_back(desc);
+  }
+  // The poison and the input copies are complete before the candidate process can look.
+  if (!ref_outputs.empty() && ref_outputs[0].is_cuda() && cudaDeviceSynchronize() != cudaSuccess) {
+    *error = std::string("CUDA error in the judge: ") + cudaGetErrorString(cudaGetLastError());
+    return false;
+  }
+  return true;
+}
+
+bool CandidateClient::Call(uint32_t iteration, int group, const std::vector<uint64_t>& ref_aliases,
+                           bool timed, uint32_t keep, judge::Called* called,
+                           std::string* error) {
+  judge::ToCandidate out;
+  judge::Call* call = out.mutable_call();
+  call->set_iteration(iteration);
+  call->set_timed(timed);
+  call->set_keep_outputs(keep);
+  for (const judge::Arg& a : prepared_.at(group)) *call->add_args() = a;
+  for (const judge::TensorView& d : output_descs_) *call->add_outputs() = d;
+  for (uint64_t bits : ref_aliases) call->add_ref_aliases(bits);
+  std::string e;
+  if (!channel_.Send(out, &e)) {
+    *error = Describe(e);
+    return false;
+  }
+  judge::FromCandidate in;
+  if (!Receive(&in, error)) return false;
+  if (in.kind_case() != judge::FromCandidate::kCalled) {
+    *error = "the candidate process answered a call with something else";
+    return false;
+  }
+  *called = in.called();
+  return true;
+}
+
+}  // namespace kforge::eval

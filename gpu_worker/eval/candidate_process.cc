@@ -1,0 +1,459 @@
+#include "gpu_worker/eval/candidate_process.h"
+
+#include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+#include <cuda_runtime_api.h>
+#include <pybind11/embed.h>
+#include <torch/csrc/autograd/python_variable.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <optional>
+
+#include "gpu_worker/eval/candidate_lockdown.h"
+#include "gpu_worker/eval/channel.h"
+#include "gpu_worker/eval/cpp_dialect.h"
+#include "gpu_worker/eval/model_io.h"
+#include "gpu_worker/eval/nvrtc_module.h"
+#include "gpu_worker/eval/python_runtime.h"
+#include "gpu_worker/eval/runtime_rules.h"
+#include "gpu_worker/eval/shared_slots.h"
+
+namespace py = pybind11;
+
+namespace kforge::eval {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+namespace judge = v1::judge;
+
+constexpr size_t kMaxJudgeFrame = 512u << 20;  // the sources travel in Load
+constexpr size_t kMaxText = 16 << 10;          // logs and reasons sent back
+
+double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::string Bounded(std::string s) {
+  if (s.size() > kMaxText) s = s.substr(0, kMaxText / 2) + "\n[...]\n" + s.substr(s.size() - kMaxText / 2);
+  return s;
+}
+
+bool IsCompileError(const std::string& what) {
+  return what.find("CompileError") != std::string::npos ||
+         what.find("Error building extension") != std::string::npos;
+}
+
+class CandidateProcess {
+ public:
+  explicit CandidateProcess(int fd) : channel_(fd, kMaxJudgeFrame) {}
+
+  [[noreturn]] void Serve() {
+    for (;;) {
+      judge::ToCandidate in;
+      std::vector<int> fds;
+      std::string error;
+      if (!channel_.Receive(&in, &fds, &error)) Exit();  // the judge is done (or gone)
+      judge::FromCandidate out;
+      try {
+        switch (in.kind_case()) {
+          case judge::ToCandidate::kLoad:
+            *out.mutable_loaded() = Load(in.load());
+            break;
+          case judge::ToCandidate::kSlot:
+            if (!slots_) {
+              out.set_failed("a slot before Load");
+            } else if (slots_->Map(in.slot(), fds.empty() ? -1 : fds[0], &error)) {
+              out.set_slot_mapped(true);
+            } else {
+              out.set_failed(error);
+            }
+            break;
+          case judge::ToCandidate::kCall:
+            *out.mutable_called() = Call(in.call());
+            break;
+          default:
+            out.set_failed("an empty message");
+        }
+      } catch (const py::error_already_set& e) {
+        out.set_failed(Bounded(DescribePythonError(e)));
+      } catch (const std::exception& e) {
+        out.set_failed(Bounded(e.what()));
+      }
+      Flush();
+      if (!channel_.Send(out, &error)) Exit();
+    }
+  }
+
+ private:
+  [[noreturn]] void Exit() {
+    Flush();
+    _exit(0);  // no destructors: a CUDA context the candidate broke may hang in teardown
+  }
+
+  static void Flush() {
+    try {
+      py::module_ sys = py::module_::import("sys");
+      for (const char* stream : {"stdout", "stderr"}) {
+        py::object s = sys.attr(stream);
+        if (!s.is_none()) s.attr("flush")();
+      }
+    } catch (const py::error_already_set&) {
+    }
+    fflush(stdout);
+    fflush(stderr);
+  }
+
+  judge::Loaded Fail(judge::Loaded out, v1::Verdict v, const std::string& reason,
+                     const std::string& rule = "") {
+    out.set_verdict(v);
+    out.set_reason(Bounded(reason));
+    out.set_rule(rule);
+    return out;
+  }
+
+  judge::Loaded Load(const judge::Load& req) {
+    judge::Loaded out;
+    if (loaded_) return Fail(out, v1::VERDICT_RUNTIME_ERROR, "Load sent twice", "engine_error");
+    loaded_ = true;
+    const std::string& d = req.device();
+    target_.cuda = d.rfind("cuda", 0) == 0;
+    target_.index = target_.cuda && d.size() > 5 ? std::atoi(d.c_str() + 5) : 0;
+    std::string arch = req.arch();
+    if (target_.cuda) {
+      if (cudaSetDevice(target_.index) != cudaSuccess) {
+        return Fail(out, v1::VERDICT_RUNTIME_ERROR, "the candidate process has no GPU " + d,
+                    "no_gpu");
+      }
+      py::module_::import("torch").attr("cuda").attr("set_device")(target_.index);
+      if (arch.empty()) {
+        cudaDeviceProp p;
+        cudaGetDeviceProperties(&p, target_.index);
+        arch = "sm_" + std::to_string(p.major) + std::to_string(p.minor);
+      }
+    }
+    if (arch.empty()) arch = "sm_90";
+    slots_ = std::make_unique<SlotMap>(target_.cuda, target_.index);
+    dialect_ = req.dialect();
+    strict_ = req.strict();
+    ConfigureNvrtc({arch, target_.cuda, target_.index, req.nvrtc_dir()});
+    if (!req.torch_extensions_dir().empty()) {
+      py::module_::import("os").attr("environ")["TORCH_EXTENSIONS_DIR"] =
+          req.torch_extensions_dir();
+    }
+    switches_ = SwitchSnapshot();
+    auto t = Clock::now();
+    py::object task, ref_model;
+    py::list init_inputs;
+    try {
+      task = ExecModule("kforge_task", req.task_source());
+      SeedAll(req.init_seed());
+      init_inputs = ToDevice(task.attr("get_init_inputs")(), Target{});
+      if (!req.build_only()) {
+        // KernelBench's weight semantics: the reference and ModelNew are both constructed on
+        // the CPU right after the same seed, so parameters a candidate creates and initialises
+        // itself (legacy constructors included) get the values the reference's got.
+        SeedAll(req.init_seed());
+        ref_model = task.attr("Model")(*init_inputs);
+      }
+    } catch (const py::error_already_set& e) {
+      return Fail(out, v1::VERDICT_RUNTIME_ERROR,
+                  "the task failed to load in the candidate process: " + DescribePythonError(e),
+                  "task_error");
+    }
+    std::optional<judge::Loaded> failed = dialect_ == v1::DIALECT_CPP
+                                              ? BuildCpp(req, arch, ref_model, &out)
+                                              : BuildPython(req, init_inputs, ref_model, &out);
+    out.set_build_s(Since(t));
+    if (dialect_ != v1::DIALECT_CPP) out.set_compiler_log(Bounded(GetNvrtcCompileStats().last_log));
+    if (failed) {
+      failed->set_build_s(out.build_s());
+      failed->set_compiler_log(out.compiler_log());
+      return *failed;
+    }
+    if (strict_ && SwitchSnapshot() != switches_) {
+      return Fail(out, v1::VERDICT_REJECTED,
+                  "global_switch: building the candidate changed process-wide torch settings "
+                  "(TF32, cudnn or precision flags)",
+                  "global_switch");
+    }
+    out.set_verdict(v1::VERDICT_OK);
+    return out;
+  }
+
+  std::optional<judge::Loaded> BuildPython(const judge::Load& req, const py::list& init_inputs,
+                                           const py::object& ref_model, judge::Loaded* out) {
+    try {
+      candidate_ = ExecModule("kforge_candidate", req.candidate_source());
+    } catch (const py::error_already_set& e) {
+      std::string what = DescribePythonError(e);
+      // An ImportError in a build ahead (no GPU visible) may not happen on the GPU: there it is
+      // a runtime_error, which the worker does not take as final.
+      bool compile = e.matches(PyExc_SyntaxError) ||
+                     (e.matches(PyExc_ImportError) && !req.build_only()) || IsCompileError(what);
+      return Fail(*out, compile ? v1::VERDICT_COMPILE_ERROR : v1::VERDICT_RUNTIME_ERROR,
+                  std::string(compile ? "the candidate did not build: "
+                                      : "the candidate failed while loading: ") +
+                      what);
+    }
+    if (!py::hasattr(candidate_, "ModelNew")) {
+      return Fail(*out, v1::VERDICT_REJECTED, "missing_model: the candidate defines no ModelNew",
+                  "missing_model");
+    }
+    try {
+      SeedAll(req.init_seed());
+      py::object m = candidate_.attr("ModelNew")(*init_inputs);
+      if (!req.build_only()) out->set_params_copied(CopyMatchingState(ref_model, m));
+      model_ = m.attr("to")(target_.name());
+    } catch (const py::error_already_set& e) {
+      std::string what = DescribePythonError(e);
+      // Kernels compiled in ModelNew.__init__ (kforge.cuda.compile, load_inline) that do not
+      // compile are the candidate's compile error, not a runtime error.
+      if (IsCompileError(what)) {
+        return Fail(*out, v1::VERDICT_COMPILE_ERROR,
+                    "the candidate did not build (in ModelNew's constructor): " + what);
+      }
+      return Fail(*out, v1::VERDICT_RUNTIME_ERROR, "ModelNew could not be constructed: " + what,
+                  what.find("no GPU (CPU mode)") != std::string::npos ? "no_gpu" : "");
+    }
+    return std::nullopt;
+  }
+
+  std::optional<judge::Loaded> BuildCpp(const judge::Load& req, const std::string& arch,
+                                        const py::object& ref_model, judge::Loaded* out) {
+    CppBuildConfig cfg;
+    cfg.cache_dir = req.cpp_cache_dir();
+    cfg.objects_dir = req.cpp_objects_dir();
+    cfg.nvrtc_cache_dir = req.nvrtc_dir();
+    cfg.arch = arch;
+    cfg.gpu_available = target_.cuda;
+    cfg.device_index = target_.index;
+    CppBuildResult b = BuildCppCandidate(req.candidate_source(), cfg);
+    out->set_compiler_log(Bounded(b.log));
+    out->set_build_host_compile_s(b.host_compile_s);
+    out->set_build_kernel_compile_s(b.kernel_compile_s);
+    out->set_build_load_s(b.load_s);
+    if (!b.candidate) {
+      return Fail(*out, b.compile_error ? v1::VERDICT_COMPILE_ERROR : v1::VERDICT_RUNTIME_ERROR,
+                  b.error, b.compile_error ? "" : "engine_error");
+    }
+    cpp_ = std::move(b.candidate);
+    if (req.build_only()) return std::nullopt;
+    std::vector<at::Tensor> params;
+    py::dict state = ref_model.attr("state_dict")();
+    for (auto item : state) {
+      if (THPVariable_Check(item.second.ptr())) {
+        params.push_back(THPVariable_Unpack(item.second.ptr()).detach().to(target_.device()));
+      }
+    }
+    CppCallStatus s = cpp_->Init(params);
+    if (!s.ok()) {
+      return Fail(*out, v1::VERDICT_RUNTIME_ERROR, "init failed: " + s.error,
+                  s.no_gpu ? "no_gpu" : "");
+    }
+    return std::nullopt;
+  }
+
+  // The call's arguments as Python objects; the tensors among them in `tensors`.
+  bool Args(const judge::Call& call, py::list* args, std::vector<at::Tensor>* tensors,
+            std::string* error) {
+    for (const judge::Arg& a : call.args()) {
+      switch (a.kind_case()) {
+        case judge::Arg::kTensor: {
+          at::Tensor t = slots_->View(a.tensor(), error);
+          if (!t.defined()) return false;
+          tensors->push_back(t);
+          args->append(py::reinterpret_steal<py::object>(THPVariable_Wrap(t)));
+          break;
+        }
+        case judge::Arg::kIntValue:
+          args->append(py::int_(a.int_value()));
+          break;
+        case judge::Arg::kFloatValue:
+          args->append(py::float_(a.float_value()));
+          break;
+        case judge::Arg::kBoolValue:
+          args->append(py::bool_(a.bool_value()));
+          break;
+        case judge::Arg::kStrValue:
+          args->append(py::str(a.str_value()));
+          break;
+        default:
+          args->append(py::none());
+      }
+    }
+    return true;
+  }
+
+  // Runs forward; its outputs in `outputs` (a Python dialect's subclass flag in `subclass`).
+  std::string Forward(const py::list& args, const std::vector<at::Tensor>& tensors,
+                      std::vector<at::Tensor>* outputs, bool* subclass, bool* no_gpu) {
+    if (cpp_) {
+      CppCallStatus s = cpp_->Forward(tensors, outputs);
+      *no_gpu = s.no_gpu;
+      return s.error;
+    }
+    py::object out;
+    try {
+      at::NoGradGuard no_grad;
+      out = model_(*args);
+    } catch (const py::error_already_set& e) {
+      std::string what = DescribePythonError(e);
+      *no_gpu = what.find("no GPU (CPU mode)") != std::string::npos;
+      return what;
+    }
+    Outputs o = OutputsToTensors(out);
+    if (!o.error.empty()) return "!" + o.error;  // not a runtime error: a wrong answer
+    *subclass = o.subclass;
+    *outputs = std::move(o.tensors);
+    return "";
+  }
+
+  uint64_t Launches() const { return cpp_ ? cpp_->launches() : NvrtcLaunchCount(); }
+
+  judge::Called Call(const judge::Call& call) {
+    judge::Called out;
+    if (!model_ && !cpp_) {
+      out.set_error("the candidate is not loaded");
+      return out;
+    }
+    py::list args;
+    std::vector<at::Tensor> in;
+    std::string error;
+    if (!Args(call, &args, &in, &error)) {
+      out.set_error("engine: " + error);
+      return out;
+    }
+    std::vector<at::Tensor> outputs;
+    bool subclass = false, no_gpu = false;
+    const uint64_t before = Launches();
+    cudaEvent_t start = nullptr, end = nullptr;
+    if (target_.cuda && call.timed()) {
+      cudaEventCreate(&start);
+      cudaEventCreate(&end);
+      cudaEventRecord(start, nullptr);
+    }
+    auto t0 = Clock::now();
+    error = Forward(args, in, &outputs, &subclass, &no_gpu);
+    if (end) cudaEventRecord(end, nullptr);
+    out.set_own_launches(Launches() - before);
+    if (error.empty() && target_.cuda) {
+      cudaError_t e = cudaDeviceSynchronize();  // a kernel fault surfaces here
+      if (e != cudaSuccess) error = std::string("CUDA error after the candidate ran: ") + cudaGetErrorString(e);
+    }
+    if (call.timed()) {
+      out.mutable_claim()->set_host_ms(Since(t0) * 1000);
+      float ms = 0;
+      if (end && cudaEventElapsedTime(&ms, start, end) == cudaSuccess) {
+        out.mutable_claim()->set_event_ms(ms);
+      }
+    }
+    if (start) cudaEventDestroy(start);
+    if (end) cudaEventDestroy(end);
+    if (!error.empty()) {
+      if (error[0] == '!') {
+        out.set_mismatch(Bounded(error.substr(1)));
+      } else {
+        out.set_error(Bounded(error));
+        out.set_no_gpu(no_gpu);
+      }
+      return out;
+    }
+    if (auto v = Rules(call, outputs, in, subclass)) {
+      out.set_rule(v->rule);
+      out.set_rule_reason(Bounded(v->reason));
+      return out;
+    }
+    if (outputs.size() != static_cast<size_t>(call.outputs_size())) {
+      out.set_mismatch("returned " + std::to_string(outputs.size()) + " outputs, the reference " +
+                       std::to_string(call.outputs_size()));
+      return out;
+    }
+    for (int k = 0; k < call.outputs_size(); ++k) {
+      at::Tensor slot = slots_->View(call.outputs(k), &error);
+      if (!slot.defined()) {
+        out.set_error("engine: " + error);
+        return out;
+      }
+      const at::Tensor& o = outputs[k];
+      if (o.scalar_type() != slot.scalar_type() || o.sizes() != slot.sizes()) {
+        std::ostringstream m;
+        m << "output " << k << " is " << o.scalar_type() << " of shape " << o.sizes()
+          << ", the reference's " << slot.scalar_type() << " of shape " << slot.sizes();
+        out.set_mismatch(m.str());
+        return out;
+      }
+      if (o.device() != slot.device()) {
+        out.set_mismatch("output " + std::to_string(k) + " is on " + o.device().str() +
+                         ", the reference's on " + slot.device().str());
+        return out;
+      }
+      slot.copy_(o);
+    }
+    if (target_.cuda) {
+      cudaError_t e = cudaDeviceSynchronize();
+      if (e != cudaSuccess) out.set_error(std::string("CUDA error: ") + cudaGetErrorString(e));
+    }
+    // Held for the next calls, so a fresh allocation can never land on the same memory.
+    held_.push_back(outputs);
+    while (held_.size() > std::max<uint32_t>(call.keep_outputs(), 1)) held_.pop_front();
+    return out;
+  }
+
+  std::optional<Verdict> Rules(const judge::Call& call, const std::vector<at::Tensor>& outputs,
+                               const std::vector<at::Tensor>& in, bool subclass) {
+    const std::string where =
+        call.timed() ? "in iteration " + std::to_string(call.iteration()) + " of the timing stage, "
+                     : "";
+    if (subclass) {
+      return Verdict{v1::VERDICT_REJECTED,
+                     "lazy_tensor: the candidate returned a torch.Tensor subclass; outputs must "
+                     "be plain tensors computed in forward",
+                     "lazy_tensor"};
+    }
+    std::vector<bool> aliases;
+    for (int o = 0; o < call.ref_aliases_size(); ++o) {
+      for (size_t i = 0; i < in.size(); ++i) aliases.push_back((call.ref_aliases(o) >> i) & 1);
+    }
+    for (size_t o = 0; o < outputs.size(); ++o) {
+      if (outputs[o].is_cuda()) {
+        if (auto v = HostMemory(outputs[o], o, where)) return v;
+      }
+      for (const auto& earlier : held_) {
+        if (auto v = ReusedOutput(outputs[o], o, earlier, where)) return v;
+      }
+    }
+    if (auto v = ReturnsInput(aliases, in.size(), outputs, in, where)) return v;
+    if (strict_ && SwitchSnapshot() != switches_) {
+      return Verdict{v1::VERDICT_REJECTED,
+                     "global_switch: the candidate changed process-wide torch settings while "
+                     "running",
+                     "global_switch"};
+    }
+    return std::nullopt;
+  }
+
+  Channel channel_;
+  Target target_;
+  v1::Dialect dialect_ = v1::DIALECT_UNSPECIFIED;
+  bool loaded_ = false, strict_ = true;
+  std::string switches_;
+  std::unique_ptr<SlotMap> slots_;
+  py::object candidate_, model_;
+  std::unique_ptr<CppCandidate> cpp_;
+  std::deque<std::vector<at::Tensor>> held_;  // earlier calls' outputs
+};
+
+}  // namespace
+
+void RunCandidateProcess(int channel_fd) {
+  std::string error;
+  if (!LockDownCandidateProcess(channel_fd, &error)) {
+    std::fprintf(stderr, "kforge: the candidate process could not lock itself down: %s\n",
+                 error.c_str());
+    _exit(3);
+  }
+  CandidateProcess(3).Serve();
+}
+
+}  // namespace kforge::eval

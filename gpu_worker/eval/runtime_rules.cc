@@ -1,0 +1,101 @@
+#include "gpu_worker/eval/runtime_rules.h"
+
+#include "gpu_worker/eval/compare.h"
+
+namespace kforge::eval {
+
+bool HoldsPoison(const at::Tensor& t) {
+  if (!t.is_floating_point() || t.numel() == 0 || !t.is_contiguous()) return false;
+  at::ScalarType as_int;
+  switch (t.element_size()) {
+    case 2:
+      as_int = at::kShort;
+      break;
+    case 4:
+      as_int = at::kInt;
+      break;
+    case 8:
+      as_int = at::kLong;
+      break;
+    default:
+      return false;
+  }
+  return t.view(as_int).eq(-1).any().item<bool>();
+}
+
+std::optional<Verdict> StaleMemory(const at::Tensor& out, size_t o, const std::string& where) {
+  if (!HoldsPoison(out)) return std::nullopt;
+  return Verdict{v1::VERDICT_REJECTED,
+                 "stale_memory: " + where + "output " + std::to_string(o) +
+                     " still holds the engine's poison bytes where the candidate never wrote",
+                 "stale_memory"};
+}
+
+std::vector<uint64_t> AliasBits(const std::vector<at::Tensor>& ref_out,
+                                const std::vector<at::Tensor>& ref_in) {
+  std::vector<uint64_t> bits(ref_out.size(), 0);
+  for (size_t o = 0; o < ref_out.size(); ++o) {
+    for (size_t i = 0; i < ref_in.size() && i < 64; ++i) {
+      if (SharesMemory(ref_out[o], ref_in[i])) bits[o] |= 1ULL << i;
+    }
+  }
+  return bits;
+}
+
+std::optional<Verdict> ReturnsInput(const std::vector<bool>& ref_aliases, size_t num_inputs,
+                                    const std::vector<at::Tensor>& cand_out,
+                                    const std::vector<at::Tensor>& cand_in,
+                                    const std::string& where) {
+  for (size_t o = 0; o < cand_out.size(); ++o) {
+    for (size_t i = 0; i < cand_in.size() && i < num_inputs; ++i) {
+      const size_t k = o * num_inputs + i;
+      const bool ref_aliases_it = k < ref_aliases.size() && ref_aliases[k];
+      if (!ref_aliases_it && SharesMemory(cand_out[o], cand_in[i])) {
+        return Verdict{v1::VERDICT_REJECTED,
+                       "returns_input: " + where + "output " + std::to_string(o) +
+                           " shares memory with input " + std::to_string(i),
+                       "returns_input"};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Verdict> HostMemory(const at::Tensor& out, size_t o, const std::string& where) {
+  if (InDeviceMemory(out)) return std::nullopt;
+  return Verdict{v1::VERDICT_REJECTED,
+                 "host_memory: " + where + "output " + std::to_string(o) +
+                     " is a CUDA tensor whose memory is not device memory (pinned host or "
+                     "managed memory); outputs must live in device memory",
+                 "host_memory"};
+}
+
+std::optional<Verdict> ReusedOutput(const at::Tensor& out, size_t o,
+                                    const std::vector<at::Tensor>& earlier,
+                                    const std::string& where) {
+  for (const at::Tensor& e : earlier) {
+    if (SharesMemory(out, e)) {
+      return Verdict{v1::VERDICT_REJECTED,
+                     "output_cache: " + where + "output " + std::to_string(o) +
+                         " is the same memory the candidate returned for earlier inputs",
+                     "output_cache"};
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Verdict> ChangedInput(const std::vector<at::Tensor>& ref_in,
+                                    const std::vector<at::Tensor>& cand_in,
+                                    const std::string& where) {
+  for (size_t i = 0; i < cand_in.size() && i < ref_in.size(); ++i) {
+    if (!at::equal(cand_in[i], ref_in[i])) {
+      return Verdict{v1::VERDICT_REJECTED,
+                     "input_mutation: " + where + "input " + std::to_string(i) +
+                         " was modified by the candidate",
+                     "input_mutation"};
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace kforge::eval

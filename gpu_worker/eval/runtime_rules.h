@@ -1,0 +1,66 @@
+// The runtime rules: checks on what a candidate did with its inputs and outputs, each with the
+// stable rule id that becomes EvalResult.rule. The judge applies those that need only its own
+// memory (inputs unchanged, poison left in outputs); the candidate process applies those that
+// need the candidate's own tensors (outputs that alias its inputs, earlier outputs, host
+// memory), and reports them as claims (docs/evaluation.md, "The trust boundary"). A rule that
+// fires is a `Verdict` with its reason; `where` prefixes the reason ("" in the correctness
+// trials, "in iteration N of the timing stage, " when timing).
+//
+// Pure functions over tensors; call from the thread that owns them.
+#ifndef KFORGE_GPU_WORKER_EVAL_RUNTIME_RULES_H_
+#define KFORGE_GPU_WORKER_EVAL_RUNTIME_RULES_H_
+
+#include <ATen/ATen.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kforge/v1/eval.pb.h"
+
+namespace kforge::eval {
+
+// A verdict reached by a stage or a rule.
+struct Verdict {
+  v1::Verdict verdict;
+  std::string reason;
+  std::string rule;
+};
+
+// True when some element of a floating-point output is exactly the poison pattern (all bits
+// set), i.e. memory the candidate returned without writing. Computed NaNs are canonical
+// (0x7fc0...), never all ones.
+bool HoldsPoison(const at::Tensor& t);
+
+// `stale_memory` when output `o` still holds the poison bytes.
+std::optional<Verdict> StaleMemory(const at::Tensor& out, size_t o, const std::string& where);
+
+// `returns_input` when a candidate output shares memory with one of its inputs where the
+// reference's output does not share it with the reference's inputs (`ref_aliases(o, i)`).
+std::optional<Verdict> ReturnsInput(const std::vector<bool>& ref_aliases, size_t num_inputs,
+                                    const std::vector<at::Tensor>& cand_out,
+                                    const std::vector<at::Tensor>& cand_in,
+                                    const std::string& where);
+// Bit i of the result's entry o: the reference's output o shares memory with its input i.
+std::vector<uint64_t> AliasBits(const std::vector<at::Tensor>& ref_out,
+                                const std::vector<at::Tensor>& ref_in);
+
+// `host_memory` for output `o` in pinned host or managed memory tagged as CUDA: the host could
+// write it with no kernel or copy the activity clock would see.
+std::optional<Verdict> HostMemory(const at::Tensor& out, size_t o, const std::string& where);
+
+// `output_cache` for output `o` when it is memory the candidate returned before (`earlier`,
+// held alive so that a fresh allocation cannot land on it).
+std::optional<Verdict> ReusedOutput(const at::Tensor& out, size_t o,
+                                    const std::vector<at::Tensor>& earlier,
+                                    const std::string& where);
+
+// `input_mutation` when the candidate's copy of the inputs no longer equals the reference's
+// after both ran (the candidate changed its own, or reached the reference's).
+std::optional<Verdict> ChangedInput(const std::vector<at::Tensor>& ref_in,
+                                    const std::vector<at::Tensor>& cand_in,
+                                    const std::string& where);
+
+}  // namespace kforge::eval
+
+#endif  // KFORGE_GPU_WORKER_EVAL_RUNTIME_RULES_H_
