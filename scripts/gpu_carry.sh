@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Fills .gpu-carry/ (git-ignored) with what the GPU machines lack and scripts/gpu_suite.sh
 # needs: KernelBench's tasks (from ../shared/kernelbench, which does not travel with the
-# working tree) and GoogleTest's sources (Debian's /usr/src/googletest, for the engine's unit
-# tests). Idempotent; name .gpu-carry/kernelbench and .gpu-carry/googletest in the device
-# tool's carry list.
+# working tree), GoogleTest's sources (Debian's /usr/src/googletest, for the engine's unit
+# tests), and for the compat section the corpora (../shared/corpora: CUDA-L1's candidates)
+# and KernelBench's harness (../shared/peers/kernelbench). Idempotent; name the folders a run
+# needs in the device tool's carry list (.gpu-carry/kernelbench and .gpu-carry/googletest for
+# unit,cases,bench; .gpu-carry/corpora and .gpu-carry/kb_harness for compat).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .gpu-carry
@@ -20,3 +22,5 @@ copy() {  # copy SRC DEST: replaces DEST when SRC differs
 }
 copy "${KFORGE_KERNELBENCH:-../shared/kernelbench}" .gpu-carry/kernelbench
 copy /usr/src/googletest .gpu-carry/googletest
+copy "${KFORGE_CORPORA:-../shared/corpora}" .gpu-carry/corpora
+copy "${KFORGE_PEERS:-../shared/peers}/kernelbench" .gpu-carry/kb_harness

@@ -4,21 +4,26 @@
 # table is printed last.
 #
 #   bash scripts/gpu_suite.sh [sections]     sections: unit,cases,bench (the default), probe,
-#                                            tracecost
+#                                            tracecost, compat
 #
 # unit: the engine's GoogleTest binaries (engine_unit_test, cpp_dialect_test, fs_lock_test),
 # whose GPU tests are skipped on machines without one; cases: tests/engine/run_cases.py on the
 # GPU; bench: gpu_worker/eval/bench/engine_bench.py; probe: gpu_worker/eval/bench/span_probe.py
 # (torch only, where a drained sample's time varies); tracecost: gpu_worker/eval/bench/
-# trace_cost.sh (eager references under the events and the activity clock). Environment: CASES_ARGS, BENCH_ARGS,
-# PROBE_ARGS (passed on), OUT, PYTHON, KERNELBENCH, GTEST_SOURCE.
+# trace_cost.sh (eager references under the events and the activity clock); compat:
+# scripts/corpus_compat.py (CUDA-L1's corpus through kforge-eval and through KernelBench's own
+# harness, within COMPAT_BUDGET_S seconds counted from the suite's start, default 450).
+# Environment: CASES_ARGS, BENCH_ARGS, PROBE_ARGS, COMPAT_ARGS (passed on), OUT, PYTHON,
+# KERNELBENCH, GTEST_SOURCE, COMPAT_BUDGET_S.
 #
 # Expects: CUDA toolkit, python3 with torch 2.11 (its headers, libpython), protobuf 3.21 and
 # protoc, cmake, ninja. What ../shared and Debian would give is carried in .gpu-carry (filled by
 # scripts/gpu_carry.sh): KernelBench's tasks ($KERNELBENCH, default .gpu-carry/kernelbench)
 # and GoogleTest's sources ($GTEST_SOURCE, default .gpu-carry/googletest; without them the
-# unit section is not run).
+# unit section is not run); for compat, the corpus (.gpu-carry/corpora) and KernelBench's
+# harness (.gpu-carry/kb_harness).
 set -uo pipefail
+suite_start=$(date +%s)
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/kforge-gpu}
 mkdir -p "$OUT"
@@ -103,6 +108,15 @@ if [[ $SECTIONS == *probe* ]]; then
     ${PROBE_ARGS:---seconds 40} > "$OUT/span_probe.log" 2>&1
 fi
 
+if [[ $SECTIONS == *compat* ]]; then
+  # The budget counts from the suite's start, so the engine build is inside it.
+  compat_budget=$(( ${COMPAT_BUDGET_S:-450} - ($(date +%s) - suite_start) ))
+  "$PY" scripts/corpus_compat.py --eval "$EVAL" --device cuda --out "$OUT" \
+    --corpus .gpu-carry/corpora/cudal1_a100.jsonl --kb-harness .gpu-carry/kb_harness/src \
+    --budget-s "$compat_budget" ${COMPAT_ARGS:-} > "$OUT/compat.log" 2>&1 ||
+    { echo "compat failed:"; tail -20 "$OUT/compat.log"; }
+fi
+
 echo "== kforge GPU suite =="
 cat "$OUT/machine.txt"
 echo "engine build: ${build_s} s, ${build_warnings} compiler warnings (build.log)"
@@ -140,6 +154,7 @@ for k, v in b.items():
 PYEOF
 [[ -f $OUT/span_probe.log ]] && sed -n '/^== spread/,$p' "$OUT/span_probe.log"
 [[ -f $OUT/trace_cost_table.txt ]] && cat "$OUT/trace_cost_table.txt"
+[[ $SECTIONS == *compat* && -f $OUT/compat_table.txt ]] && cat "$OUT/compat_table.txt"
 # Exit status: 0 when the build passed, no unit test binary and no case failed (benchmarks
 # report, they do not fail).
 [[ $unit_line != *failed:* ]] &&

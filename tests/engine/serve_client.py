@@ -37,9 +37,9 @@ def _double(field, x):
 
 def encode_request(task_source, candidate_source, device="cuda", dialect="", seed=0, arch="",
                    task_name="", trials=0, build_s=0, correctness_s=0, timing_s=0,
-                   min_samples=0, max_rel_stderr=0.0, keep_samples=False, preroll_ms=0.0,
-                   timing_clock=""):
-    """EvalRequest bytes (fields 1-13 and 15-17 of eval.proto)."""
+                   min_samples=0, max_rel_stderr=0.0, build_only=False, keep_samples=False,
+                   preroll_ms=0.0, timing_clock=""):
+    """EvalRequest bytes (fields 1-17 of eval.proto)."""
     msg = _bytes(1, task_source) + _bytes(2, candidate_source)
     if dialect:
         msg += _key(3, 0) + _varint(DIALECTS[dialect])
@@ -62,6 +62,8 @@ def encode_request(task_source, candidate_source, device="cuda", dialect="", see
         msg += _double(12, max_rel_stderr)
     if task_name:
         msg += _bytes(13, task_name)
+    if build_only:
+        msg += _key(14, 0) + _varint(1)
     if keep_samples:
         msg += _key(15, 0) + _varint(1)
     if preroll_ms:

@@ -1,0 +1,721 @@
+#!/usr/bin/env python3
+"""kforge-eval against KernelBench's own harness on a real corpus (issue 13 point 6, issue 14).
+
+Every candidate of a corpus (default: CUDA-L1's cudal1_a100.jsonl, 112 candidates) is evaluated
+against its own `ref_code` as the task, twice:
+
+* by kforge-eval through its fork server (`--serve stdio --answer json`): candidates that build
+  a C++ extension (`torch.utils.cpp_extension`) are first built ahead by several servers on the
+  CPUs (`build_only` requests, device `cpu`, no GPU visible, as the worker's builders do), then
+  one server evaluates every candidate on the GPU with the builds cached (a `compile_error` or
+  a static `rejected` from the build ahead is final there, as in the worker);
+* by KernelBench's harness, `kernelbench.eval.eval_kernel_against_ref(ref, cand, seed_num=42,
+  num_correct_trials=5, num_perf_trials=100, measure_performance=True, build_dir=...)`, one
+  subprocess per candidate with a timeout (an illegal memory access poisons its process).
+  Its `load_inline` builds are made ahead on the CPUs by KB's own `build_compile_cache` into the
+  same per-candidate build_dir (TORCH_EXTENSIONS_DIR), under the TORCH_CUDA_ARCH_LIST that KB
+  would derive from the GPU itself (`<cc>+PTX`), so its timed run finds them cached.
+
+What overlaps what: every piece of GPU work (each kforge timed request, each KB evaluation from
+`import kernelbench.eval`, which creates its CUDA context, to its exit) runs in one GPU thread,
+one at a time, so kforge's and KB's timing never overlap on the GPU. CPU work overlaps it: the
+builds ahead (as in the worker) and the KB children importing torch before their turn; each row
+records how many builds were running when its GPU turn began (`*_builds_running`).
+
+A time budget (--budget-s) bounds the whole run: no GPU turn starts within --min-turn-s of its
+end, a turn still running at the end is killed, and what did not fit is reported as skipped.
+
+Writes OUT/compat.jsonl (one row per candidate: kforge verdict, rule, reason, speedup, clocks,
+stages, wall time; KB compiled, correctness, runtime, ref runtime, speedup), OUT/compat_run.json
+and OUT/compat_table.txt (kforge verdict x KB outcome, and the disagreements), printed last;
+OUT/compat_kb_logs/NAME.log holds the first 16 KiB each KB evaluation printed.
+
+  corpus_compat.py --eval build-gpu/gpu_worker/eval/kforge-eval --out DIR      # GPU machine
+  corpus_compat.py --eval build/gpu_worker/eval/kforge-eval --out DIR --device cpu --limit 3
+--device cpu (a smoke test without a GPU) runs the kforge half only. Standard library only;
+KB's harness is imported in its own subprocesses, with stub modules for the LLM clients (and
+pydantic, requests, tqdm) where they are not installed: its evaluation path uses none of them.
+"""
+import argparse
+import collections
+import copy
+import hashlib
+import importlib.util
+import json
+import os
+import queue
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import types
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.join(ROOT, "tests", "engine"))
+import serve_client  # noqa: E402
+
+KFORGE_STAGE_KEYS = ("startup_s", "device_s", "load_task_s", "build_s", "correctness_s",
+                     "timing_s", "total_s")
+KB_OUTCOMES = ("correct", "incorrect", "runtime_error", "not_compiled", "harness_error",
+               "timeout", "skipped")
+
+
+def first_existing(*paths):
+    for p in paths:
+        if p and os.path.exists(p):
+            return os.path.abspath(p)
+    return paths[-1]
+
+
+# ---------------------------------------------------------------- corpus
+
+
+def load_corpus(path, only, limit):
+    """The corpus rows as candidates: name `<level>_<task>`, task and candidate sources."""
+    cands = []
+    for line in open(path):
+        r = json.loads(line)
+        name = f"{r['level_id']}_{r['task_id']}"
+        if only and name not in only:
+            continue
+        cands.append(dict(name=name, level=r["level_id"], task=r["task_id"],
+                          ref=r["ref_code"], src=r["custom_code"],
+                          cudal1_score=r.get("score_default_a100"),
+                          builds=("cpp_extension" in r["custom_code"]),
+                          sha=hashlib.sha256(r["custom_code"].encode()).hexdigest()[:12]))
+    return cands[:limit] if limit else cands
+
+
+# ---------------------------------------------------------------- the run's shared state
+
+
+class Run:
+    """Deadline, the counter of running builds, the rows and the GPU queue."""
+
+    def __init__(self, args, cands):
+        self.args = args
+        self.t0 = time.time()
+        self.deadline = self.t0 + args.budget_s
+        self.cands = {c["name"]: c for c in cands}
+        self.order = {c["name"]: i for i, c in enumerate(cands)}
+        self.rows = {c["name"]: dict(name=c["name"], level=c["level"], task=c["task"],
+                                     builds_extension=c["builds"],
+                                     cudal1_score_a100=c["cudal1_score"]) for c in cands}
+        self.lock = threading.Lock()
+        self.builds_running = 0
+        self.gpu = queue.PriorityQueue()  # (corpus index, kind, seq, name, job): runnable now
+        self.seq = 0
+        self.turns_left = len(cands) * (1 if args.skip_kb else 2)  # GPU turns still to come
+        self.stopping = threading.Event()
+        self.procs = set()  # every child process alive, killed at the end
+
+    def left(self):
+        return self.deadline - time.time()
+
+    def update(self, name, **fields):
+        with self.lock:
+            self.rows[name].update(fields)
+
+    def build_started(self, delta):
+        with self.lock:
+            self.builds_running += delta
+
+    def enqueue(self, name, kind, job):
+        with self.lock:
+            self.seq += 1
+            self.gpu.put((self.order[name], kind, self.seq, name, job))
+
+    def turn_done(self):
+        """A GPU turn ran, or will never be needed (decided without the GPU)."""
+        with self.lock:
+            self.turns_left -= 1
+
+    def spawn(self, *a, **kw):
+        p = subprocess.Popen(*a, start_new_session=True, **kw)
+        with self.lock:
+            self.procs.add(p)
+        return p
+
+    def reap(self, p):
+        kill_group(p)
+        with self.lock:
+            self.procs.discard(p)
+
+    def kill_all(self):
+        with self.lock:
+            procs = list(self.procs)
+        for p in procs:
+            kill_group(p)
+
+
+def descendants(pid):
+    """The pids below pid (Linux /proc), children first seen first."""
+    out = []
+    for tid in os.listdir(f"/proc/{pid}/task") if os.path.isdir(f"/proc/{pid}/task") else ():
+        try:
+            kids = open(f"/proc/{pid}/task/{tid}/children").read().split()
+        except OSError:
+            continue
+        for k in map(int, kids):
+            out += [k] + descendants(k)
+    return out
+
+
+def kill_group(p):
+    """SIGKILL to the process and everything below it: its group where it leads one (our
+    children), and the groups of its descendants (a fork server's evaluation processes)."""
+    if p.poll() is None:
+        below = descendants(p.pid)
+        for pid in [p.pid] + below:
+            for kill in (os.killpg, os.kill):
+                try:
+                    kill(pid, signal.SIGKILL)
+                    break
+                except (ProcessLookupError, PermissionError):
+                    continue
+    try:
+        p.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def bounded(text, n=300):
+    return None if text is None else str(text)[:n]
+
+
+# ---------------------------------------------------------------- kforge
+
+
+def kforge_env(args, build_ahead):
+    env = dict(os.environ)
+    if args.torch_arch_list:  # the worker's choice: the builds ahead build what the slot loads
+        env.setdefault("TORCH_CUDA_ARCH_LIST", args.torch_arch_list)
+    if build_ahead:
+        env["CUDA_VISIBLE_DEVICES"] = ""
+    return env
+
+
+def start_server(run, build_ahead):
+    server = serve_client.Server(run.args.eval, run.args.cache_dir,
+                                 env=kforge_env(run.args, build_ahead))
+    with run.lock:
+        run.procs.add(server.proc)
+    return server
+
+
+def kforge_request(run, server, c, **extra):
+    """One request; a watchdog kills the server at the deadline. Returns (result, wall_s)."""
+    timer = threading.Timer(max(run.left(), 1), kill_group, (server.proc,))
+    timer.start()
+    t0 = time.time()
+    try:
+        r = server.evaluate(task_source=c["ref"], candidate_source=c["src"],
+                            task_name=c["name"], **extra)
+    except (EOFError, OSError, ValueError) as e:
+        r = {"verdict": "<no answer>", "reason": f"fork server gave no answer: {e!r}"}
+    finally:
+        timer.cancel()
+    return r, time.time() - t0
+
+
+def kforge_fields(r, wall_s):
+    """The row's kforge_* fields; tolerant of fields that come and go (policy, timing.*)."""
+    def side(p):
+        s = r.get(p) or {}
+        return {k: s.get(k) for k in ("median_ms", "mean_ms", "min_ms", "std_ms", "n",
+                                      "event_fallbacks") if k in s}
+    system = r.get("system") or {}
+    out = dict(verdict=r.get("verdict"), rule=r.get("rule") or None,
+               reason=bounded(r.get("reason")), speedup=r.get("speedup"),
+               stage=r.get("stage"), policy=r.get("policy"), dialect=r.get("dialect"),
+               timing_clock=r.get("timing_clock"), timing_clock_note=r.get("timing_clock_note"),
+               timing_preroll_ms=r.get("timing_preroll_ms"), reference=side("reference"),
+               candidate=side("candidate"), wall_s=round(wall_s, 3),
+               stages={k: v for k, v in (r.get("stages") or {}).items()},
+               sm_clock_mhz=system.get("sm_clock_mhz"),
+               temperature_c=system.get("temperature_c"), gpu=system.get("gpu_name"))
+    if isinstance(r.get("timing"), dict):  # the two clocks (call, device), where reported
+        out["timing"] = r["timing"]
+    return {"kforge_" + k: v for k, v in out.items()}
+
+
+def kforge_builder(run, todo):
+    """One build-ahead server: `build_only` requests on the CPUs, no GPU visible."""
+    server = start_server(run, build_ahead=True)
+    while not run.stopping.is_set() and run.left() > 0:
+        try:
+            c = todo.get_nowait()
+        except queue.Empty:
+            break
+        run.build_started(+1)
+        r, wall = kforge_request(run, server, c, device="cpu", arch=run.args.arch,
+                                 build_only=True)
+        run.build_started(-1)
+        ba = dict(verdict=r.get("verdict"), rule=r.get("rule") or None,
+                  stage=r.get("stage"), build_s=(r.get("stages") or {}).get("build_s"),
+                  wall_s=round(wall, 3), reason=bounded(r.get("reason"), 200))
+        run.update(c["name"], kforge_build_ahead=ba)
+        if r.get("verdict") in ("compile_error", "rejected"):
+            # Final, as in the worker: no GPU time for a candidate that cannot build.
+            run.update(c["name"], kforge_from_build_ahead=True, **kforge_fields(r, wall))
+            run.turn_done()
+        else:
+            run.enqueue(c["name"], 0, lambda s, c=c: kforge_job(run, s, c))
+        if server.proc.poll() is not None:
+            server = start_server(run, build_ahead=True)
+    server.proc.stdin.close()
+
+
+def kforge_job(run, state, c):
+    """A GPU turn: the timed kforge evaluation, through the GPU thread's one server."""
+    if state.get("server") is None or state["server"].proc.poll() is not None:
+        state["server"] = start_server(run, build_ahead=False)
+    r, wall = kforge_request(run, state["server"], c, device=run.args.device)
+    run.update(c["name"], **kforge_fields(r, wall))
+
+
+# ---------------------------------------------------------------- KernelBench
+
+
+def kb_env(args, gpu):
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env["TORCH_CUDA_ARCH_LIST"] = args.kb_arch_list
+    if not gpu:
+        env["CUDA_VISIBLE_DEVICES"] = ""
+    return env
+
+
+def kb_spec(run, c, mode):
+    """The files of one KB child: sources, spec, result and log in the candidate's work dir."""
+    d = os.path.join(run.args.work_dir, "kb", f"{c['name']}-{c['sha']}")
+    os.makedirs(os.path.join(d, "build"), exist_ok=True)
+    spec = dict(mode=mode, harness=run.args.kb_harness, build_dir=os.path.join(d, "build"),
+                ref_path=os.path.join(d, "ref.py"), cand_path=os.path.join(d, "cand.py"),
+                result_path=os.path.join(d, f"{mode}_result.json"))
+    open(spec["ref_path"], "w").write(c["ref"])
+    open(spec["cand_path"], "w").write(c["src"])
+    if os.path.exists(spec["result_path"]):
+        os.remove(spec["result_path"])
+    return d, spec
+
+
+def kb_start_child(run, c, mode, extra_spec=None, pass_fds=()):
+    d, spec = kb_spec(run, c, mode)
+    spec.update(extra_spec or {})
+    path = os.path.join(d, f"{mode}_spec.json")
+    json.dump(spec, open(path, "w"))
+    log = open(os.path.join(d, f"{mode}.log"), "wb")
+    p = run.spawn([sys.executable, os.path.abspath(__file__), "--kb-child", path],
+                  stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, cwd=d,
+                  env=kb_env(run.args, gpu=(mode == "eval")), pass_fds=pass_fds)
+    log.close()
+    return p, spec, os.path.join(d, f"{mode}.log")
+
+
+def read_result(spec, log_path):
+    try:
+        return json.load(open(spec["result_path"]))
+    except (OSError, ValueError):
+        tail = open(log_path, errors="replace").read()[-300:] if os.path.exists(log_path) else ""
+        return dict(status="harness_error", error=f"no result; log ends: {tail}")
+
+
+def kb_prebuilder(run, todo, ready):
+    """KB's own build_compile_cache in a subprocess per candidate, no GPU visible."""
+    while not run.stopping.is_set() and run.left() > 0:
+        try:
+            c = todo.get_nowait()
+        except queue.Empty:
+            break
+        run.build_started(+1)
+        t0 = time.time()
+        p, spec, log = kb_start_child(run, c, "build")
+        try:
+            p.wait(timeout=max(1, min(run.args.kb_timeout, run.left())))
+        except subprocess.TimeoutExpired:
+            pass
+        timed_out = p.poll() is None
+        run.reap(p)
+        run.build_started(-1)
+        res = (dict(ok=False, error="timeout") if timed_out else read_result(spec, log))
+        run.update(c["name"], kb_prebuild=dict(ok=res.get("ok"), error=bounded(res.get("error")),
+                                               wall_s=round(time.time() - t0, 3)))
+        ready.put(c)
+
+
+def kb_feeder(run, ready, n):
+    """Keeps up to --kb-prefetch KB eval children alive ahead of the GPU thread: each imports
+    torch and the harness's CUDA-free modules, then says it is ready on a pipe; its GPU turn is
+    queued then."""
+    slots = threading.Semaphore(run.args.kb_prefetch)
+    pending = {}  # read end of a child's ready pipe -> (candidate, process, spec, log, since)
+    started = 0
+    while (started < n or pending) and not run.stopping.is_set():
+        while started < n and slots.acquire(blocking=False):
+            try:
+                c = ready.get_nowait()
+            except queue.Empty:
+                slots.release()
+                break
+            started += 1
+            r_fd, w_fd = os.pipe()
+            p, spec, log = kb_start_child(run, c, "eval", dict(ready_fd=w_fd), pass_fds=(w_fd,))
+            os.close(w_fd)
+            pending[r_fd] = (c, p, spec, log, time.time())
+        if pending:
+            got = set(select.select(list(pending), [], [], 0.5)[0])
+        else:
+            got = set()
+            time.sleep(0.5)
+        for r_fd in list(pending):
+            c, p, spec, log, since = pending[r_fd]
+            if r_fd in got:
+                is_ready = os.read(r_fd, 1) == b"r"
+            elif time.time() - since > 120:
+                is_ready = False
+            else:
+                continue
+            os.close(r_fd)
+            del pending[r_fd]
+            if is_ready:
+                run.enqueue(c["name"], 1, lambda s, c=c, p=p, spec=spec, log=log:
+                            kb_job(run, c, p, spec, log, slots))
+            else:
+                run.reap(p)
+                res = read_result(spec, log)
+                run.update(c["name"], **kb_fields(res, 0, p.returncode,
+                                                  "child not ready: " + str(res.get("error"))))
+                slots.release()
+                run.turn_done()
+
+
+def kb_job(run, c, p, spec, log, slots):
+    """A GPU turn: tells the ready child to evaluate, waits for it with a timeout."""
+    t0 = time.time()
+    limit = max(1, min(run.args.kb_timeout, run.left()))
+    try:
+        p.stdin.write(b"go\n")
+        p.stdin.close()
+        p.wait(timeout=limit)
+    except (subprocess.TimeoutExpired, BrokenPipeError):
+        pass
+    timed_out = p.poll() is None
+    code = p.returncode
+    run.reap(p)
+    slots.release()
+    gpu_s = time.time() - t0
+    if timed_out:
+        why = "--kb-timeout" if limit == run.args.kb_timeout else "the budget's end"
+        res = dict(status="timeout", error=f"killed after {gpu_s:.0f} s ({why})")
+    else:
+        res = read_result(spec, log)
+        if res.get("status") == "harness_error" and code:
+            res["error"] = f"exit status {code}; " + str(res.get("error"))
+    run.update(c["name"], **kb_fields(res, gpu_s, code))
+    logs = os.path.join(run.args.out, "compat_kb_logs")  # what KB and the candidate printed
+    os.makedirs(logs, exist_ok=True)
+    with open(log, "rb") as src, open(os.path.join(logs, c["name"] + ".log"), "wb") as dst:
+        dst.write(src.read(16384))
+
+
+def kb_fields(res, gpu_s, code, error=None):
+    out = dict(status=res.get("status", "harness_error"), compiled=res.get("compiled"),
+               correctness=res.get("correctness"), runtime_us=res.get("runtime"),
+               ref_runtime_us=res.get("ref_runtime"), speedup=res.get("speedup"),
+               excessive_speedup=res.get("excessive_speedup"),
+               error=bounded(error or res.get("error")), metadata=res.get("metadata"),
+               gpu_s=round(gpu_s, 3), wall_in_harness_s=res.get("wall_s"), exit_status=code)
+    return {"kb_" + k: v for k, v in out.items()}
+
+
+def kb_outcome(row):
+    if "kb_status" not in row:
+        return "skipped"
+    if row["kb_status"] != "ok":
+        return row["kb_status"] if row["kb_status"] in KB_OUTCOMES else "harness_error"
+    if not row.get("kb_compiled"):
+        return "not_compiled"
+    if row.get("kb_correctness"):
+        return "correct"
+    return "runtime_error" if "runtime_error" in (row.get("kb_metadata") or {}) else "incorrect"
+
+
+# ---------------------------------------------------------------- the KB child process
+
+
+def stub_missing_modules():
+    """KB's utils imports LLM clients the evaluation never uses; the GPU machine lacks some."""
+    stubs = {"openai": {"OpenAI": type("OpenAI", (), {})},
+             "litellm": {"completion": lambda *a, **k: None},
+             "dotenv": {"load_dotenv": lambda *a, **k: False},
+             "tqdm": {"tqdm": lambda it=None, *a, **k: it},
+             "requests": {}}
+    for name, attrs in stubs.items():
+        if importlib.util.find_spec(name) is None:
+            sys.modules[name] = types.ModuleType(name)
+            sys.modules[name].__dict__.update(attrs)
+    if importlib.util.find_spec("pydantic") is None:
+        class BaseModel:
+            """pydantic.BaseModel as KB's result uses it: annotated fields, copied defaults."""
+
+            def __init__(self, **values):
+                for cls in reversed(type(self).__mro__):
+                    for field in vars(cls).get("__annotations__", {}):
+                        setattr(self, field, copy.deepcopy(getattr(cls, field, None)))
+                for k, v in values.items():
+                    setattr(self, k, v)
+        sys.modules["pydantic"] = types.ModuleType("pydantic")
+        sys.modules["pydantic"].BaseModel = BaseModel
+
+
+def jsonable_metadata(md):
+    return {str(k): (v if isinstance(v, (bool, int, float)) or v is None else bounded(v))
+            for k, v in (md or {}).items()}
+
+
+def kb_child(spec_path):
+    """`--kb-child SPEC`: one KB build (mode build) or one KB evaluation (mode eval, after the
+    parent's go on stdin). Writes the JSON result to spec['result_path']."""
+    spec = json.load(open(spec_path))
+    sys.path.insert(0, spec["harness"])
+    stub_missing_modules()
+    import torch  # noqa: F401  (before the go: no CUDA context yet)
+    import kernelbench.timing  # noqa: F401
+    import kernelbench.dataset  # noqa: F401
+    ref, cand = open(spec["ref_path"]).read(), open(spec["cand_path"]).read()
+    out = dict(status="ok")
+    if spec["mode"] == "build":
+        from kernelbench import eval as kb_eval
+        ok, _, err = kb_eval.build_compile_cache(cand, build_dir=spec["build_dir"])
+        out.update(ok=ok, error=err)
+    else:
+        os.write(spec["ready_fd"], b"r")
+        os.close(spec["ready_fd"])
+        sys.stdin.readline()  # the GPU is ours from here on
+        t0 = time.time()
+        try:
+            from kernelbench import eval as kb_eval  # creates the CUDA context
+            r = kb_eval.eval_kernel_against_ref(
+                ref, cand, seed_num=42, num_correct_trials=5, num_perf_trials=100,
+                measure_performance=True, build_dir=spec["build_dir"])
+            if r is None:
+                out.update(status="harness_error", error="eval_kernel_against_ref gave None "
+                           "(a lock file or missing file during compilation)")
+            else:
+                md = r.metadata or {}
+                out.update(compiled=r.compiled, correctness=r.correctness, runtime=r.runtime,
+                           ref_runtime=r.ref_runtime, runtime_stats=r.runtime_stats,
+                           excessive_speedup=bool(md.get("excessive_speedup")),
+                           metadata=jsonable_metadata(md),
+                           speedup=(r.ref_runtime / r.runtime
+                                    if r.runtime > 0 and r.ref_runtime > 0 else None))
+        except BaseException as e:  # noqa: BLE001  (a poisoned CUDA context raises here)
+            out.update(status="harness_error", error=repr(e))
+        out["wall_s"] = round(time.time() - t0, 3)
+    with open(spec["result_path"], "w") as f:
+        json.dump(out, f, default=str)
+    sys.stdout.flush()
+    os._exit(0)  # skip teardown: a broken CUDA context may hang in it
+
+
+# ---------------------------------------------------------------- the GPU thread
+
+
+def gpu_thread(run):
+    """Runs the queued GPU turns one at a time, in corpus order among those ready, until none
+    is left to come or the budget ends."""
+    state = {}
+    while run.turns_left > 0 and run.left() >= run.args.min_turn_s:
+        try:
+            _, kind, _, name, job = run.gpu.get(timeout=0.5)
+        except queue.Empty:
+            continue
+        prefix = ("kforge_", "kb_")[kind]
+        with run.lock:
+            running = run.builds_running
+        run.update(name, **{prefix + "builds_running": running,
+                            prefix + "gpu_turn_at_s": round(time.time() - run.t0, 1)})
+        job(state)
+        run.turn_done()
+    if state.get("server") is not None:
+        state["server"].proc.stdin.close()
+
+
+# ---------------------------------------------------------------- the table
+
+
+def kforge_outcome(row):
+    if "kforge_verdict" not in row:
+        return "skipped"
+    v = row["kforge_verdict"]
+    return f"{v}/{row['kforge_rule']}" if v == "rejected" and row.get("kforge_rule") else v
+
+
+def disagreement(row):
+    """Where the two harnesses judge a candidate differently (both must have judged it)."""
+    kf, kb = row.get("kforge_verdict"), kb_outcome(row)
+    if kf is None or kf == "<no answer>" or kb in ("skipped", "harness_error", "timeout"):
+        return None
+    if kf == "ok" and kb != "correct":
+        return "kforge ok, KB " + kb
+    if kf != "ok" and kb == "correct":
+        return "KB correct, kforge " + kforge_outcome(row)
+    return None
+
+
+def table(run, rows, wall_s):
+    def fmt(x):
+        return "-" if x is None else f"{x:.2f}"
+    kb_cols = [o for o in KB_OUTCOMES if any(kb_outcome(r) == o for r in rows)] or ["skipped"]
+    counts = collections.Counter((kforge_outcome(r), kb_outcome(r)) for r in rows)
+    kf_rows = sorted({k for k, _ in counts})
+    w = max([len(k) for k in kf_rows] + [14])
+    lines = [f"== corpus compat: kforge-eval vs KernelBench's harness, {len(rows)} candidates, "
+             f"device {run.args.device}, {wall_s:.0f} s (budget {run.args.budget_s:.0f} s) ==",
+             "kforge \\ KB".ljust(w) + "".join(f"{c:>14s}" for c in kb_cols) + f"{'total':>8s}"]
+    for k in kf_rows:
+        lines.append(k.ljust(w) + "".join(f"{counts[(k, c)] or '.':>14}" for c in kb_cols) +
+                     f"{sum(counts[(k, c)] for c in kb_cols):>8d}")
+    both = [r for r in rows if r.get("kforge_speedup") and kb_outcome(r) == "correct"
+            and r.get("kb_speedup")]
+    if both:
+        med = sorted(r["kforge_speedup"] / r["kb_speedup"] for r in both)[len(both) // 2]
+        lines.append(f"both ok: {len(both)}; median kforge speedup / KB speedup {med:.2f}")
+    dis = [(r, disagreement(r)) for r in rows if disagreement(r)]
+    lines.append(f"disagreements: {len(dis)}")
+    for r, why in dis:
+        lines.append(f"  {r['name']:6s} {why:40s} kforge x{fmt(r.get('kforge_speedup'))} "
+                     f"KB x{fmt(r.get('kb_speedup'))} CUDA-L1 x{fmt(r.get('cudal1_score_a100'))}"
+                     f"  {(r.get('kforge_reason') or r.get('kb_error') or '')[:90]}")
+    skipped = [r["name"] for r in rows if kforge_outcome(r) == "skipped" or
+               (kb_outcome(r) == "skipped" and not run.args.skip_kb)]
+    if skipped:
+        lines.append(f"skipped by the budget: {len(skipped)}: {' '.join(skipped)}")
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------- main
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--eval", default=first_existing(
+        os.path.join(ROOT, "build-gpu/gpu_worker/eval/kforge-eval"),
+        os.path.join(ROOT, "build/gpu_worker/eval/kforge-eval")), help="kforge-eval binary")
+    p.add_argument("--out", required=True)
+    p.add_argument("--device", default="cuda", help="cuda (the GPU machine) or cpu (KB skipped)")
+    p.add_argument("--corpus", default=first_existing(
+        os.path.join(ROOT, ".gpu-carry/corpora/cudal1_a100.jsonl"),
+        os.path.join(ROOT, "../shared/corpora/cudal1_a100.jsonl")))
+    p.add_argument("--kb-harness", default=first_existing(
+        os.path.join(ROOT, ".gpu-carry/kb_harness/src"),
+        os.path.join(ROOT, "../shared/peers/kernelbench/src")),
+        help="the folder holding KernelBench's package kernelbench/")
+    p.add_argument("--limit", type=int, default=0, help="only the first N candidates")
+    p.add_argument("--only", default="", help="only these candidates: level_task,... (1_19,2_76)")
+    p.add_argument("--skip-kb", action="store_true", help="kforge only")
+    p.add_argument("--budget-s", type=float, default=420, help="the whole run's time budget")
+    p.add_argument("--min-turn-s", type=float, default=5,
+                   help="no GPU turn starts with less than this left of the budget")
+    p.add_argument("--work-dir", default="/tmp/kforge-compat",
+                   help="kforge's cache and KB's build dirs (kept: a second run finds its builds)")
+    p.add_argument("--fresh", action="store_true", help="empty --work-dir first (cold builds)")
+    p.add_argument("--arch", default="", help="kforge's build-ahead arch (default: the GPU's)")
+    p.add_argument("--kforge-builders", type=int, default=0,
+                   help="build-ahead fork servers (default 4 on a GPU, 1 in CPU mode)")
+    p.add_argument("--kb-builders", type=int, default=4, help="KB build subprocesses at once")
+    p.add_argument("--kb-prefetch", type=int, default=6,
+                   help="KB eval children started ahead of their GPU turn")
+    p.add_argument("--kb-timeout", type=float, default=150,
+                   help="seconds for one KB build, and for one KB evaluation's GPU turn")
+    args = p.parse_args(argv)
+    for k in ("eval", "out", "corpus", "kb_harness", "work_dir"):  # children run elsewhere
+        setattr(args, k, os.path.abspath(getattr(args, k)))
+    if args.device == "cpu":
+        args.skip_kb = True
+    cc = gpu_compute_capability() if args.device != "cpu" else ""
+    args.arch = args.arch or ("sm_" + cc.replace(".", "") if cc else "sm_90")
+    # load_inline's nvcc flags: the worker sets TORCH_CUDA_ARCH_LIST to the GPU's capability
+    # for kforge; KB's default on this GPU is the same list with +PTX.
+    cap = cc or f"{args.arch[3:-1]}.{args.arch[-1]}"
+    args.torch_arch_list = cap
+    args.kb_arch_list = cap + "+PTX"
+    args.kforge_builders = args.kforge_builders or (1 if args.device == "cpu" else 4)
+    args.cache_dir = os.path.join(args.work_dir, "kforge-cache")
+    args.only = set(filter(None, args.only.split(",")))
+    return args
+
+
+def gpu_compute_capability():
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30).stdout.split()
+        return out[0] if out else ""
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+
+
+def main(argv):
+    if argv[:1] == ["--kb-child"]:  # this script's own KB subprocesses
+        return kb_child(argv[1])
+    args = parse_args(argv)
+    if args.fresh:
+        shutil.rmtree(args.work_dir, ignore_errors=True)
+    os.makedirs(args.cache_dir, exist_ok=True)
+    os.makedirs(args.out, exist_ok=True)
+    cands = load_corpus(args.corpus, args.only, args.limit)
+    run = Run(args, cands)
+    print(f"corpus_compat: {len(cands)} candidates ({sum(c['builds'] for c in cands)} build "
+          f"extensions), device {args.device}, arch {args.arch}, budget {args.budget_s:.0f} s, "
+          f"KB {'skipped' if args.skip_kb else args.kb_harness}", flush=True)
+
+    threads = []
+
+    def start(target, *a):
+        t = threading.Thread(target=target, args=(run, *a), daemon=True)
+        t.start()
+        threads.append(t)
+
+    kf_todo, kb_todo, kb_ready = queue.Queue(), queue.Queue(), queue.Queue()
+    for c in cands:
+        if c["builds"]:
+            kf_todo.put(c)
+            if not args.skip_kb:
+                kb_todo.put(c)
+        else:
+            run.enqueue(c["name"], 0, lambda s, c=c: kforge_job(run, s, c))
+            if not args.skip_kb:
+                kb_ready.put(c)
+    for _ in range(min(args.kforge_builders, kf_todo.qsize())):
+        start(kforge_builder, kf_todo)
+    if not args.skip_kb:
+        for _ in range(min(args.kb_builders, kb_todo.qsize())):
+            start(kb_prebuilder, kb_todo, kb_ready)
+        start(kb_feeder, kb_ready, len(cands))
+    gpu = threading.Thread(target=gpu_thread, args=(run,), daemon=True)
+    gpu.start()
+    gpu.join(timeout=max(1, run.left()) + 30)
+    run.stopping.set()
+    run.kill_all()
+    for t in threads:
+        t.join(timeout=15)
+    wall_s = time.time() - run.t0
+
+    rows = [run.rows[c["name"]] for c in cands]
+    with run.lock, open(os.path.join(args.out, "compat.jsonl"), "w") as f:
+        for r in rows:
+            f.write(json.dumps(r, default=str) + "\n")
+    settings = {k: (sorted(v) if isinstance(v, set) else v) for k, v in vars(args).items()}
+    json.dump(dict(settings=settings, wall_s=wall_s, candidates=len(rows)),
+              open(os.path.join(args.out, "compat_run.json"), "w"), indent=1)
+    text = table(run, rows, wall_s)
+    open(os.path.join(args.out, "compat_table.txt"), "w").write(text)
+    print(text, end="", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
