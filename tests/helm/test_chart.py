@@ -130,6 +130,7 @@ def test_each_pool_has_its_node_selector_gpu_limits_grace_period_and_sandbox(sce
         for side in ("requests", "limits"):
             assert c["resources"][side]["nvidia.com/gpu"] == pool["gpusPerPod"], side
         assert spec["terminationGracePeriodSeconds"] > EVALUATION_LIMIT_S
+        assert d["spec"]["strategy"]["rollingUpdate"] == {"maxUnavailable": 1, "maxSurge": 0}
         env = env_of(c)
         assert env["KFORGE_GPU_TYPE"]["value"] == pool["gpuType"]
         assert env["KFORGE_DEVICE"]["value"] == "cuda"
