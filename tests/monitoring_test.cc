@@ -5,7 +5,9 @@
 // deploy/grafana/dashboards must run: PromQL through Prometheus's HTTP API, SQL against the
 // cluster's database (with Grafana's macros and variables replaced), and every metric a
 // dashboard or rule names must be one the services export. Grafana itself is not run here (no
-// package): the dashboards' layout is not checked, their queries are.
+// package): the dashboards' layout is not checked, their queries are. The Helm chart's
+// autoscalers (helm/kforge, rendered by helm) are checked against the same Prometheus: every
+// metric they name is exported, and each KEDA query returns its GPU type's queue depth.
 #include <sys/stat.h>
 
 #include <chrono>
@@ -79,6 +81,32 @@ std::set<std::string> MetricNames(const std::string& text) {
   std::set<std::string> out;
   for (std::sregex_iterator it(text.begin(), text.end(), name), end; it != end; ++it) {
     out.insert(it->str());
+  }
+  return out;
+}
+
+// The autoscaler objects of helm/kforge rendered with `values` (a file under the chart, or ""
+// for the defaults) by the helm scripts/setup.sh installs; "" when helm failed.
+std::string RenderAutoscalers(const std::string& values) {
+  SpawnOptions o;
+  o.argv = {SourcePath(".cache/tools/bin/helm"), "template", "kf", SourcePath("helm/kforge"),
+            "--show-only", "templates/autoscaling.yaml"};
+  if (!values.empty()) {
+    o.argv.push_back("-f");
+    o.argv.push_back(SourcePath("helm/kforge/" + values));
+  }
+  o.wall_limit_s = 60;
+  SubprocessResult r = RunSubprocess(o);
+  EXPECT_TRUE(r.Succeeded()) << r.Describe() << r.stderr_data;
+  return r.Succeeded() ? r.stdout_data : "";
+}
+
+// The PromQL of every KEDA trigger in rendered YAML (`query: "..."`, YAML's double-quoted form).
+std::vector<std::string> KedaQueries(const std::string& rendered) {
+  static const std::regex query(R"re(\bquery: "((?:[^"\\]|\\.)*)")re");
+  std::vector<std::string> out;
+  for (std::sregex_iterator it(rendered.begin(), rendered.end(), query), end; it != end; ++it) {
+    out.push_back(absl::StrReplaceAll((*it)[1].str(), {{"\\\"", "\""}, {"\\\\", "\\"}}));
   }
   return out;
 }
@@ -295,6 +323,33 @@ TEST(MonitoringTest, PrometheusScrapesEveryServiceAndEveryDashboardQueryRuns) {
   ASSERT_TRUE(board.ok()) << board.status();
   ASSERT_EQ(board->rows(), 1);
   EXPECT_EQ(board->Get(0, 0), "cpu");
+
+  // The chart's autoscalers read metrics the coordinator exports, and the default pool's KEDA
+  // query (GPU type H100, no worker here) reads the two evaluations queued for H100.
+  for (const char* values : {"", "ci/three-pools-values.yaml", "ci/keda-off-values.yaml"}) {
+    std::string rendered = RenderAutoscalers(values);
+    ASSERT_FALSE(rendered.empty()) << values;
+    EXPECT_THAT(MetricNames(rendered), ::testing::ElementsAre("kforge_queue_depth")) << values;
+    expect_exported(rendered, std::string("helm/kforge autoscalers ") + values);
+  }
+  std::vector<std::string> queries = KedaQueries(RenderAutoscalers(""));
+  ASSERT_EQ(queries.size(), 1u);
+  v1::EvaluateBatchRequest req;
+  req.set_task_id(task);
+  for (const char* c : {"correct", "wrong"}) {
+    req.add_candidates()->set_source(
+        ReadSourceFile(std::string("examples/candidates/tiny_relu/") + c + ".py"));
+  }
+  req.add_gpu_types("H100");
+  std::vector<v1::EvaluationRecord> none;
+  ReadBatch(*cluster.Stub(), req, &none, nullptr, 3);  // queued; nobody will take them
+  EXPECT_TRUE(none.empty());
+  double depth = -1;
+  for (auto until = Clock::now() + std::chrono::seconds(60); Clock::now() < until && depth != 2;) {
+    depth = ScalarOf(prom.Query(queries[0]));
+    if (depth != 2) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  EXPECT_EQ(depth, 2) << queries[0];
 }
 
 }  // namespace

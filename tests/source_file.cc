@@ -6,9 +6,13 @@
 
 namespace kforge {
 
-std::string ReadSourceFile(const std::string& relative) {
+std::string SourcePath(const std::string& relative) {
   const char* root = std::getenv("KFORGE_SOURCE_DIR");
-  return ReadFileOrEmpty(std::string(root ? root : ".") + "/" + relative);
+  return std::string(root ? root : ".") + "/" + relative;
+}
+
+std::string ReadSourceFile(const std::string& relative) {
+  return ReadFileOrEmpty(SourcePath(relative));
 }
 
 }  // namespace kforge

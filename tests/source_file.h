@@ -8,6 +8,9 @@
 
 namespace kforge {
 
+// $KFORGE_SOURCE_DIR/<relative> (set by kforge_cc_test; the current directory without it).
+std::string SourcePath(const std::string& relative);
+
 // The text of $KFORGE_SOURCE_DIR/<relative> (set by kforge_cc_test; the current directory
 // without it); "" when the file cannot be read.
 std::string ReadSourceFile(const std::string& relative);

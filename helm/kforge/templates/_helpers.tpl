@@ -1,0 +1,157 @@
+{{/* Names: <release>-kforge, or the release name when it already contains "kforge". */}}
+{{- define "kforge.fullname" -}}
+{{- if contains "kforge" .Release.Name -}}
+{{- .Release.Name | trunc 40 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-kforge" .Release.Name | trunc 40 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Labels of a component; call with (dict "root" $ "component" "coordinator"). */}}
+{{- define "kforge.selectorLabels" -}}
+app.kubernetes.io/name: kforge
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{- define "kforge.labels" -}}
+{{ include "kforge.selectorLabels" . }}
+app.kubernetes.io/version: {{ .root.Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .root.Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version }}
+{{- end -}}
+
+{{/* The image of a component; call with (dict "root" $ "component" "worker"). */}}
+{{- define "kforge.image" -}}
+{{- $img := .root.Values.image -}}
+{{- printf "%s%s:%s" $img.registry (get $img .component) (default .root.Chart.AppVersion $img.tag) -}}
+{{- end -}}
+
+{{- define "kforge.coordinatorAddress" -}}
+{{- printf "%s-coordinator:%d" (include "kforge.fullname" .) (int .Values.coordinator.grpcPort) -}}
+{{- end -}}
+
+{{/* The Secret and key holding the database URL: the operator's, or the chart's own. */}}
+{{- define "kforge.databaseSecret" -}}
+{{- if .Values.postgresql.enabled -}}
+{{- printf "%s-database" (include "kforge.fullname" .) -}}
+{{- else -}}
+{{- required "database.existingSecret: name the Secret that holds the PostgreSQL URL (or set postgresql.enabled)" .Values.database.existingSecret -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "kforge.databaseEnv" -}}
+- name: KFORGE_DATABASE_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "kforge.databaseSecret" . }}
+      key: {{ if .Values.postgresql.enabled }}url{{ else }}{{ .Values.database.urlKey }}{{ end }}
+{{- end -}}
+
+{{/* Addresses every service binds; call with (dict "grpc" PORT "metrics" PORT). */}}
+{{- define "kforge.listenEnv" -}}
+- name: KFORGE_GRPC_ADDRESS
+  value: "0.0.0.0:{{ .grpc }}"
+- name: KFORGE_METRICS_ADDRESS
+  value: "0.0.0.0:{{ .metrics }}"
+{{- end -}}
+
+{{- define "kforge.ports" -}}
+- name: grpc
+  containerPort: {{ .grpc }}
+  protocol: TCP
+- name: metrics
+  containerPort: {{ .metrics }}
+  protocol: TCP
+{{- end -}}
+
+{{/* gRPC health (grpc.health.v1) on the port the service serves; call with the port. */}}
+{{- define "kforge.probes" -}}
+startupProbe:
+  grpc: {port: {{ . }}}
+  periodSeconds: 5
+  failureThreshold: 60
+readinessProbe:
+  grpc: {port: {{ . }}}
+  periodSeconds: 5
+  failureThreshold: 2
+livenessProbe:
+  grpc: {port: {{ . }}}
+  periodSeconds: 10
+  failureThreshold: 6
+{{- end -}}
+
+{{/* TLS and token files (when the security issue lands); call with $. */}}
+{{- define "kforge.securityEnv" -}}
+{{- if .Values.tls.enabled }}
+- name: KFORGE_TLS_CERT_FILE
+  value: /var/run/secrets/kforge/tls/tls.crt
+- name: KFORGE_TLS_KEY_FILE
+  value: /var/run/secrets/kforge/tls/tls.key
+- name: KFORGE_TLS_CA_FILE
+  value: /var/run/secrets/kforge/tls/ca.crt
+{{- end }}
+{{- if .Values.auth.existingSecret }}
+- name: KFORGE_AUTH_TOKENS_DIR
+  value: /var/run/secrets/kforge/auth
+{{- end }}
+{{- end -}}
+
+{{- define "kforge.securityMounts" -}}
+{{- if .Values.tls.enabled }}
+- name: tls
+  mountPath: /var/run/secrets/kforge/tls
+  readOnly: true
+{{- end }}
+{{- if .Values.auth.existingSecret }}
+- name: auth
+  mountPath: /var/run/secrets/kforge/auth
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{- define "kforge.securityVolumes" -}}
+{{- if .Values.tls.enabled }}
+- name: tls
+  secret:
+    secretName: {{ required "tls.existingSecret: name the Secret with tls.crt, tls.key and ca.crt" .Values.tls.existingSecret }}
+{{- end }}
+{{- if .Values.auth.existingSecret }}
+- name: auth
+  secret:
+    secretName: {{ .Values.auth.existingSecret }}
+{{- end }}
+{{- end -}}
+
+{{/* The pools with workerDefaults filled in, as JSON {"pools": [...]}: a pool's own keys
+     replace the defaults' (whole values, so a pool's 0 or false is kept). */}}
+{{- define "kforge.pools" -}}
+{{- $pools := list -}}
+{{- $seen := dict -}}
+{{- range $p := .Values.workerPools -}}
+{{- if hasKey $seen $p.name -}}
+{{- fail (printf "workerPools: the name %q is used twice" $p.name) -}}
+{{- end -}}
+{{- $_ := set $seen $p.name true -}}
+{{- $pool := deepCopy $.Values.workerDefaults -}}
+{{- range $k, $v := $p -}}
+{{- $_ := set $pool $k $v -}}
+{{- end -}}
+{{- if le (int $pool.terminationGracePeriodSeconds) (int $pool.evaluationLimitSeconds) -}}
+{{- fail (printf "workerPools %s: terminationGracePeriodSeconds (%v) must exceed evaluationLimitSeconds (%v), or a drain kills a running evaluation" $pool.name $pool.terminationGracePeriodSeconds $pool.evaluationLimitSeconds) -}}
+{{- end -}}
+{{- if gt (int $pool.minReplicas) (int $pool.maxReplicas) -}}
+{{- fail (printf "workerPools %s: minReplicas (%v) is above maxReplicas (%v)" $pool.name $pool.minReplicas $pool.maxReplicas) -}}
+{{- end -}}
+{{- $pools = append $pools $pool -}}
+{{- end -}}
+{{- dict "pools" $pools | toJson -}}
+{{- end -}}
+
+{{/* The autoscaler's query for a pool: the deepest queue any coordinator reports (each
+     exports the same database-wide gauge), 0 when none does. */}}
+{{- define "kforge.queueQuery" -}}
+{{- $types := list .gpuType -}}
+{{- if .scaleOnAnyQueue }}{{ $types = append $types "any" }}{{ end -}}
+sum(max by (gpu_type) (kforge_queue_depth{gpu_type=~"{{ join "|" $types }}"})) or vector(0)
+{{- end -}}
