@@ -6,7 +6,7 @@
 //               [--preroll-ms X] [--timing-clock activity|events]
 //               [--build-timeout S] [--correctness-timeout S]
 //               [--timing-timeout S] [--cache-dir DIR] [--request REQ.pb] [--result-pb OUT.pb]
-//               [--build-only] [--keep-samples]
+//               [--build-only] [--keep-samples] [--policy strict|runtime]
 //   kforge-eval --serve stdio|FIFO_DIR [--answer pb|json] [--cache-dir DIR]  (fork server)
 //
 // Exit status: 0 whenever a verdict was produced (whatever it is), 2 for bad usage.
@@ -37,7 +37,7 @@ constexpr char kUsage[] =
     "                   [--max-rel-stderr X] [--preroll-ms X]\n"
     "                   [--timing-clock activity|events] [--build-timeout S]\n"
     "                   [--correctness-timeout S] [--timing-timeout S] [--cache-dir DIR]\n"
-    "                   [--build-only] [--keep-samples]\n"
+    "                   [--build-only] [--keep-samples] [--policy strict|runtime]\n"
     "       kforge-eval --request REQ.pb|- [--result-pb OUT.pb] [--json OUT] [--cache-dir DIR]\n"
     "                   [--build-only] [--keep-samples]\n"
     "       kforge-eval --baseline TASK_DIR [--device D] [--json OUT.jsonl] [--per-task-cap S]\n"
@@ -104,7 +104,8 @@ int main(int argc, char** argv) {
       {"preroll-ms", true},     {"build-timeout", true},  {"correctness-timeout", true},
       {"timing-timeout", true}, {"cache-dir", false},     {"request", false},
       {"result-pb", false},     {"baseline", false},      {"per-task-cap", true},
-      {"serve", false},         {"answer", false},        {"timing-clock", false}};
+      {"serve", false},         {"answer", false},        {"timing-clock", false},
+      {"policy", false}};
   for (const auto& [k, v] : flags) {
     auto known = kValueFlags.find(k);
     if (known == kValueFlags.end()) return Usage("unknown flag --" + k);
@@ -181,6 +182,7 @@ int main(int argc, char** argv) {
     req.set_max_rel_stderr(num("max-rel-stderr", 0));
     req.set_timing_preroll_ms(num("preroll-ms", 0));
     req.set_timing_clock(flags["timing-clock"]);  // checked by the engine (bad_request)
+    req.set_policy(flags["policy"]);              // likewise
     req.mutable_limits()->set_build_s(num("build-timeout", 0));
     req.mutable_limits()->set_correctness_s(num("correctness-timeout", 0));
     req.mutable_limits()->set_timing_s(num("timing-timeout", 0));

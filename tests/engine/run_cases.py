@@ -144,6 +144,19 @@ def cases(device):
                            ("unknown_timing_clock", dict(timing_clock="sundial"))):
         out.append(dict(name=f"requests/{name}", task=TASK_DIRS["tiny_relu"], candidate=correct,
                         expect=("runtime_error", "bad_request"), strict=True, **override))
+    # Attacks on the trust boundary, under the runtime policy (no static rule refuses them).
+    xdir = os.path.join(ROOT, "tests", "engine", "exploits")
+    for name in sorted(os.listdir(xdir)):
+        if not name.endswith((".py", ".cpp")):
+            continue
+        path = os.path.join(xdir, name)
+        text = open(path).read()
+        if device == "cpu" and "GPU only." in text:
+            continue
+        m = re.search(r"Policy:\s*(\w+)", text)
+        out.append(dict(name=f"exploits/{os.path.splitext(name)[0]}", task=hack_task(path),
+                        candidate=path, expect=hack_expectation(path), strict=True,
+                        policy=m.group(1) if m else ""))
     hdir = os.path.join(EX, "hacks")
     for name in sorted(os.listdir(hdir)):
         if not name.endswith((".py", ".cpp")):
@@ -183,7 +196,7 @@ def run_served(case, args):
             device=case["device"], task_name=case["task"],
             correctness_s=args.correctness_timeout, timing_s=args.timing_timeout,
             keep_samples=True, preroll_ms=case["preroll_ms"],
-            timing_clock=case["timing_clock"])
+            timing_clock=case["timing_clock"], policy=case["policy"])
     except (EOFError, BrokenPipeError) as e:
         _local.server = None
         return dict(verdict="<no result>", reason=f"fork server: {e}", rule="")
@@ -201,6 +214,8 @@ def run(case, args):
                "--preroll-ms", str(case["preroll_ms"])]
         if case["timing_clock"]:
             cmd += ["--timing-clock", case["timing_clock"]]
+        if case["policy"]:
+            cmd += ["--policy", case["policy"]]
         if args.cache_dir:
             cmd += ["--cache-dir", args.cache_dir]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
@@ -225,30 +240,18 @@ def samples_match(result):
     return True
 
 
-ACTIVITY_PREROLL_MS = 0.2  # TimingOptions::activity_preroll_ms
-
-
 def expected_clock(case):
-    """The timing clock an `ok` result must report: the host's on the CPU; on a GPU the CUDA
-    events' with a pre-roll or when asked for, else CUPTI's activity clock."""
-    if case["device"] == "cpu":
-        return "host"
-    if case["preroll_ms"] > 0 or case["timing_clock"] == "events":
-        return "events"
-    return "activity"
+    """The timing clock an `ok` result must report: the host's on the CPU, the judge's on a GPU
+    (docs/evaluation.md, "The trust boundary"), with no pre-roll either way."""
+    return "host" if case["device"] == "cpu" else "judge"
 
 
 def judge(case, result):
     if not samples_match(result):
         return False
-    # An `ok` result says how it was timed: the requested pre-roll on a GPU, else the activity
-    # clock's default one (0.2 ms), none on the CPU or under the events clock; and the clock.
-    clock = expected_clock(case)
-    timed_with = (case["preroll_ms"] or (ACTIVITY_PREROLL_MS if clock == "activity" else 0)
-                  if case["device"] != "cpu" else 0)
     if result.get("verdict") == "ok" and (
-            result.get("timing_preroll_ms", 0) != timed_with or
-            result.get("timing_clock") != clock):
+            result.get("timing_preroll_ms", 0) != 0 or
+            result.get("timing_clock") != expected_clock(case)):
         return False
     if result.get("verdict") == "ok" and "input_sets" in case and \
             result.get("candidate", {}).get("input_sets") != case["input_sets"]:
@@ -284,6 +287,8 @@ def main():
                    help="EvalRequest.timing_preroll_ms for every case (0: none)")
     p.add_argument("--timing-clock", default="", choices=("", "activity", "events"),
                    help="EvalRequest.timing_clock for every case (empty: the engine's default)")
+    p.add_argument("--policy", default="", choices=("", "strict", "runtime"),
+                   help="EvalRequest.policy for the cases that do not name one")
     p.add_argument("--serve", action="store_true",
                    help="send every case to one `kforge-eval --serve` instead of a process each")
     args = p.parse_args()
@@ -295,6 +300,7 @@ def main():
         c.setdefault("device", args.device)
         c.setdefault("preroll_ms", args.preroll_ms)
         c.setdefault("timing_clock", args.timing_clock)
+        c.setdefault("policy", args.policy)
     if args.device != "cpu":
         args.jobs = 1  # one timed evaluation per GPU at a time
     log = open(args.out, "w") if args.out else None
@@ -310,10 +316,9 @@ def main():
                     "candidate" in result:
                 extra += (f" candidate={result['candidate']['median_ms']:.3f}ms"
                           f" (at least {case['min_cand_ms']} ms)")
-            if result.get("verdict") == "ok" and result.get("timing_clock") == "activity":
-                extra += (" clock=activity event_fallbacks="
-                          f"{result['reference'].get('event_fallbacks', 0)}/"
-                          f"{result['candidate'].get('event_fallbacks', 0)}")
+            if result.get("verdict") == "ok" and result.get("candidate_claim"):
+                extra += (f" claim={result['candidate_claim'].get('median_ms', 0):.4f}ms"
+                          f" judged={result['candidate'].get('median_ms', 0):.4f}ms")
             print(f"{'PASS' if ok else 'FAIL'} {case['name']}: got {result.get('verdict')}"
                   f"/{result.get('rule') or '-'} want {case['expect'][0]}/{case['expect'][1] or '-'}"
                   f"{extra}", flush=True)
