@@ -213,7 +213,7 @@ def kforge_request(run, server, c, **extra):
     t0 = time.time()
     try:
         r = server.evaluate(task_source=c["ref"], candidate_source=c["src"],
-                            task_name=c["name"], **extra)
+                            task_name=c["name"], policy=run.args.policy, **extra)
     except (EOFError, OSError, ValueError) as e:
         r = {"verdict": "<no answer>", "reason": f"fork server gave no answer: {e!r}"}
     finally:
@@ -233,7 +233,8 @@ def kforge_fields(r, wall_s):
                stage=r.get("stage"), policy=r.get("policy"), dialect=r.get("dialect"),
                timing_clock=r.get("timing_clock"), timing_clock_note=r.get("timing_clock_note"),
                timing_preroll_ms=r.get("timing_preroll_ms"), reference=side("reference"),
-               candidate=side("candidate"), wall_s=round(wall_s, 3),
+               candidate=side("candidate"), candidate_claim=side("candidate_claim"),
+               wall_s=round(wall_s, 3),
                stages={k: v for k, v in (r.get("stages") or {}).items()},
                sm_clock_mhz=system.get("sm_clock_mhz"),
                temperature_c=system.get("temperature_c"), gpu=system.get("gpu_name"))
@@ -617,6 +618,8 @@ def parse_args(argv):
     p.add_argument("--limit", type=int, default=0, help="only the first N candidates")
     p.add_argument("--only", default="", help="only these candidates: level_task,... (1_19,2_76)")
     p.add_argument("--skip-kb", action="store_true", help="kforge only")
+    p.add_argument("--policy", default="", choices=("", "strict", "runtime"),
+                   help="kforge's EvalRequest.policy (empty: the engine's default)")
     p.add_argument("--budget-s", type=float, default=420, help="the whole run's time budget")
     p.add_argument("--min-turn-s", type=float, default=5,
                    help="no GPU turn starts with less than this left of the budget")

@@ -7,8 +7,11 @@ Source: design.md, anti reward-hacking: "stale memory (an uninitialised output t
 hold an earlier result, Sakana's exploit)", and Correctness: "outputs pre-poisoned so
 unwritten elements fail".
 Task: kernelbench/level1/19_ReLU.py.
-Expected verdict: rejected, rule stale_memory (the output still holds the engine's poison
-pattern, or the reference's freed output, after forward)."""
+Since the judge left the candidate's process the trick has nothing to find: the reference's
+outputs never live in the candidate's CUDA context, and the output slot it should fill still
+holds the judge's poison only if it is not written at all (its own uninitialised memory is
+copied in instead).
+Expected verdict: incorrect (what its empty_like held is not the task's output)."""
 import torch
 import torch.nn as nn
 from kforge import cuda
