@@ -395,8 +395,8 @@ class CandidateProcess {
       if (e != cudaSuccess) out.set_error(std::string("CUDA error: ") + cudaGetErrorString(e));
     }
     // Held for the next calls, so a fresh allocation can never land on the same memory.
-    held_.push_back(outputs);
-    while (held_.size() > std::max<uint32_t>(call.keep_outputs(), 1)) held_.pop_front();
+    if (call.keep_outputs() > 0) held_.push_back(outputs);
+    while (held_.size() > call.keep_outputs()) held_.pop_front();
     return out;
   }
 
@@ -419,7 +419,7 @@ class CandidateProcess {
       if (outputs[o].is_cuda()) {
         if (auto v = HostMemory(outputs[o], o, where)) return v;
       }
-      for (const auto& earlier : held_) {
+      for (const auto& earlier : held_) {  // empty unless the judge rotates input sets
         if (auto v = ReusedOutput(outputs[o], o, earlier, where)) return v;
       }
     }

@@ -422,7 +422,7 @@ class Evaluation {
     }
     count(&TrialTimes::poison);
     v1::judge::Called called;
-    if (!client_->Call(trial_calls_++, 0, AliasBits(ref.tensors, in_tensors), false, 1, &called,
+    if (!client_->Call(trial_calls_++, 0, AliasBits(ref.tensors, in_tensors), false, 0, &called,
                        &error)) {
       return Verdict{v1::VERDICT_RUNTIME_ERROR, error, ""};
     }
@@ -627,7 +627,7 @@ class Evaluation {
     Program cand = [&](int s) {
       std::string error;
       called.Clear();
-      const uint32_t keep = fresh ? 1 : static_cast<uint32_t>(sets.size());
+      const uint32_t keep = fresh ? 0 : static_cast<uint32_t>(sets.size());
       if (!client_->Call(timed_calls_++, sets[s].group, aliases, true, keep, &called, &error)) {
         timed_verdict = Verdict{v1::VERDICT_RUNTIME_ERROR, error + " (timing stage)", ""};
         return;
