@@ -31,6 +31,13 @@ std::unique_ptr<v1::JobService::Stub> JobStub() {
       grpc::CreateChannel(absl::GetFlag(FLAGS_coordinator), grpc::InsecureChannelCredentials()));
 }
 
+bool NotNegative(const char* flag, int64_t value) {
+  if (value >= 0) return true;
+  std::fprintf(stderr, "kforge: --%s must not be negative, got %lld\n", flag,
+               static_cast<long long>(value));
+  return false;
+}
+
 bool ReadFile(const std::string& path, std::string* out) {
   std::ifstream in(path);
   if (!in) return false;

@@ -28,6 +28,9 @@ void SetDeadline(grpc::ClientContext& ctx);
 int Fail(const grpc::Status& s);
 std::unique_ptr<v1::JobService::Stub> JobStub();
 bool ReadFile(const std::string& path, std::string* out);
+// False (after printing "kforge: --FLAG must not be negative, got V") when `value` < 0: a
+// negative count would otherwise wrap around or silently turn into "no limit".
+bool NotNegative(const char* flag, int64_t value);
 // A task id, or the path of a KernelBench file, which is submitted and its id returned.
 // nullopt (with *exit_code set) when the submission failed.
 std::optional<std::string> ResolveTask(const std::string& task, int* exit_code);

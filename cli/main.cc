@@ -123,6 +123,7 @@ int Results() {
     }
     q.set_verdict(v);
   }
+  if (!NotNegative("limit", absl::GetFlag(FLAGS_limit))) return kExitUsage;
   q.set_limit(static_cast<uint32_t>(absl::GetFlag(FLAGS_limit)));
   grpc::ClientContext ctx;
   SetDeadline(ctx);
@@ -159,6 +160,7 @@ int Eval(const std::vector<std::string>& candidates) {
       c->set_client_ref(path);
     }
     for (const std::string& t : SplitList(absl::GetFlag(FLAGS_gpu))) req.add_gpu_types(t);
+    if (!NotNegative("priority", absl::GetFlag(FLAGS_priority))) return kExitUsage;
     req.set_priority(static_cast<uint32_t>(absl::GetFlag(FLAGS_priority)));
   }
   grpc::ClientContext ctx;  // no deadline: a batch takes as long as its evaluations

@@ -2,11 +2,13 @@
 
 #include <signal.h>
 
+#include <atomic>
 #include <chrono>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "common/base/log.h"
+#include "common/pg.h"
 #include "grpcpp/health_check_service_interface.h"
 
 namespace kforge {
@@ -94,8 +96,17 @@ void ServiceHost::Shutdown() {
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                      std::string(status.message()));
+  const auto code = static_cast<grpc::StatusCode>(status.code());
+  if (auto sqlstate = status.GetPayload(kDatabaseErrorPayload)) {
+    static std::atomic<uint64_t> next_ref{1};
+    const std::string ref = absl::StrCat(getpid(), "-", next_ref.fetch_add(1));
+    LogError("database error (not shown to the client)",
+             {{"ref", ref}, {"sqlstate", std::string(*sqlstate)},
+              {"error", std::string(status.message())}});
+    return grpc::Status(code, absl::StrCat("database error ", std::string(*sqlstate), " (ref ",
+                                           ref, "; the service's log has the details)"));
+  }
+  return grpc::Status(code, std::string(status.message()));
 }
 
 absl::Status FromGrpcStatus(const grpc::Status& status) {

@@ -70,7 +70,9 @@ class ServiceHost {
   int grpc_port_ = 0;
 };
 
-// absl::Status -> grpc::Status at the RPC edge (same canonical code, same message).
+// absl::Status -> grpc::Status at the RPC edge: same canonical code, same message, except for
+// PostgreSQL's errors (kDatabaseErrorPayload), whose text is logged with a reference and
+// replaced by "database error SQLSTATE (ref R; ...)".
 grpc::Status ToGrpcStatus(const absl::Status& status);
 // grpc::Status -> absl::Status for clients.
 absl::Status FromGrpcStatus(const grpc::Status& status);

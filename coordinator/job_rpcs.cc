@@ -2,6 +2,7 @@
 // GetBestCandidates, ExportRollouts. They read and write PostgreSQL only; the JobRunner picks
 // submitted jobs up from there.
 #include <algorithm>
+#include <cmath>
 #include <random>
 
 #include "common/base/log.h"
@@ -11,12 +12,19 @@
 #include "coordinator/job_runner.h"
 #include "coordinator/job_service.h"
 #include "coordinator/search/reward.h"
+#include "coordinator/task_validation.h"
 
 namespace kforge {
 namespace {
 
 constexpr int kMaxSeedCandidates = 100;
 constexpr uint32_t kMaxRounds = 1000;
+constexpr double kMaxWallS = 30 * 24 * 3600;  // a month
+
+// INVALID_ARGUMENT unless `job_id` is a UUID (PostgreSQL's own complaint would quote it).
+grpc::Status CheckJobId(const std::string& job_id) {
+  return ToGrpcStatus(ValidateUuid(job_id, "job_id"));
+}
 
 grpc::Status BadRequest(const std::string& why) {
   return {grpc::StatusCode::INVALID_ARGUMENT, why};
@@ -75,8 +83,13 @@ grpc::Status ParseJobRequest(const v1::SubmitJobRequest& req, JobParams* out,
   if (b.max_rounds() > kMaxRounds) {
     return BadRequest("budget.max_rounds must be at most " + std::to_string(kMaxRounds));
   }
-  if (b.max_wall_s() < 0 || b.target_speedup() < 0) {
-    return BadRequest("budget.max_wall_s and budget.target_speedup must not be negative");
+  // Written so that NaN fails too.
+  if (!(b.max_wall_s() >= 0 && b.max_wall_s() <= kMaxWallS)) {
+    return BadRequest("budget.max_wall_s must be within [0, " + std::to_string(int(kMaxWallS)) +
+                      "] seconds (0: no limit)");
+  }
+  if (!(b.target_speedup() >= 0 && std::isfinite(b.target_speedup()))) {
+    return BadRequest("budget.target_speedup must be finite and not negative (0: none)");
   }
   out->spec.budget.max_rounds = b.max_rounds() == 0 ? 5 : static_cast<int>(b.max_rounds());
   out->spec.budget.max_candidates =
@@ -89,7 +102,7 @@ grpc::Status ParseJobRequest(const v1::SubmitJobRequest& req, JobParams* out,
       provider != "anthropic") {
     return BadRequest("llm.provider must be offline, openai or anthropic, not '" + provider + "'");
   }
-  if (req.llm().temperature() < 0 || req.llm().temperature() > 2) {
+  if (!(req.llm().temperature() >= 0 && req.llm().temperature() <= 2)) {
     return BadRequest("llm.temperature must be within [0, 2]");
   }
   out->llm = req.llm();
@@ -99,6 +112,9 @@ grpc::Status ParseJobRequest(const v1::SubmitJobRequest& req, JobParams* out,
   for (int i = 0; i < req.seed_candidates_size(); ++i) {
     const std::string& src = req.seed_candidates(i);
     if (src.empty()) return BadRequest("seed candidate " + std::to_string(i) + " is empty");
+    if (absl::Status s = ValidateUtf8(src, "seed candidate " + std::to_string(i)); !s.ok()) {
+      return ToGrpcStatus(s);
+    }
     if (src.size() > max_source_bytes) {
       return BadRequest("seed candidate " + std::to_string(i) + " is larger than " +
                         std::to_string(max_source_bytes) + " bytes");
@@ -140,6 +156,7 @@ grpc::Status JobServiceImpl::SubmitJob(grpc::ServerContext*, const v1::SubmitJob
       !s.ok()) {
     return s;
   }
+  if (grpc::Status s = CheckGpuTypes(params.spec.gpu_types); !s.ok()) return s;
   auto id = jobs_->CreateJob(req->task_id(), params.spec.gpu_types, params.spec.strategy,
                              params.ToJson(), seeds);
   if (!id.ok()) return ToGrpcStatus(id.status());
@@ -154,6 +171,7 @@ grpc::Status JobServiceImpl::SubmitJob(grpc::ServerContext*, const v1::SubmitJob
 grpc::Status JobServiceImpl::GetJob(grpc::ServerContext*, const v1::GetJobRequest* req,
                                     v1::Job* resp) {
   if (!jobs_) return NoJobs();
+  if (grpc::Status s = CheckJobId(req->job_id()); !s.ok()) return s;
   auto row = jobs_->GetJob(req->job_id());
   if (!row.ok()) return ToGrpcStatus(row.status());
   return FillJob(*row, resp);
@@ -174,6 +192,7 @@ grpc::Status JobServiceImpl::ListJobs(grpc::ServerContext*, const v1::ListJobsRe
 grpc::Status JobServiceImpl::CancelJob(grpc::ServerContext*, const v1::CancelJobRequest* req,
                                        v1::CancelJobResponse* resp) {
   if (!jobs_) return NoJobs();
+  if (grpc::Status s = CheckJobId(req->job_id()); !s.ok()) return s;
   auto state = jobs_->CancelJob(req->job_id());
   if (!state.ok()) return ToGrpcStatus(state.status());
   resp->set_state(StateFromName(*state));
@@ -185,6 +204,7 @@ grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* ctx, const v1::WatchJ
                                       grpc::ServerWriter<v1::JobEvent>* writer) {
   if (!jobs_) return NoJobs();
   const std::string& job_id = req->job_id();
+  if (grpc::Status s = CheckJobId(job_id); !s.ok()) return s;
   if (auto row = jobs_->GetJob(job_id); !row.ok()) return ToGrpcStatus(row.status());
   std::set<std::pair<int, int>> steps_sent;
   std::set<int64_t> results_sent;
@@ -263,6 +283,9 @@ grpc::Status JobServiceImpl::GetBestCandidates(grpc::ServerContext*,
   if (req->task_id().empty() && req->job_id().empty()) {
     return BadRequest("task_id or job_id is required");
   }
+  if (!req->job_id().empty()) {
+    if (grpc::Status s = CheckJobId(req->job_id()); !s.ok()) return s;
+  }
   int per_type = req->limit() == 0 ? 1 : static_cast<int>(std::min<uint32_t>(req->limit(), 100));
   auto rows = jobs_->Best(req->task_id(), req->job_id(), req->gpu_type(), per_type);
   if (!rows.ok()) return ToGrpcStatus(rows.status());
@@ -277,6 +300,7 @@ grpc::Status JobServiceImpl::GetJobTrajectory(grpc::ServerContext*,
                                               const v1::JobTrajectoryRequest* req,
                                               v1::JobTrajectoryResponse* resp) {
   if (!jobs_) return NoJobs();
+  if (grpc::Status s = CheckJobId(req->job_id()); !s.ok()) return s;
   if (auto row = jobs_->GetJob(req->job_id()); !row.ok()) return ToGrpcStatus(row.status());
   auto points = jobs_->Trajectory(req->job_id());
   if (!points.ok()) return ToGrpcStatus(points.status());
@@ -298,6 +322,7 @@ grpc::Status JobServiceImpl::ExportRollouts(grpc::ServerContext*,
                                             const v1::ExportRolloutsRequest* req,
                                             grpc::ServerWriter<v1::Rollout>* writer) {
   if (!jobs_) return NoJobs();
+  if (grpc::Status s = CheckJobId(req->job_id()); !s.ok()) return s;
   auto row = jobs_->GetJob(req->job_id());
   if (!row.ok()) return ToGrpcStatus(row.status());
   auto steps = jobs_->Steps(row->job_id);

@@ -9,6 +9,7 @@
 #include "coordinator/notifier.h"
 #include "coordinator/pg_store.h"
 #include "coordinator/queue_store.h"
+#include "coordinator/task_syntax.h"
 #include "kforge/v1/jobs.grpc.pb.h"
 
 namespace kforge {
@@ -19,12 +20,22 @@ class JobServiceImpl final : public v1::JobService::Service {
     int64_t max_queue_depth = 100000;
     int max_candidates_per_batch = 1000;
     size_t max_candidate_bytes = 1 << 20;
+    uint32_t max_priority = 1000000;
     double poll_interval_s = 0.1;
+    // GPU types work may be queued for besides "any" and the types workers ever registered
+    // with: pools that exist but may have no worker now (scaled to zero, not started yet).
+    std::vector<std::string> gpu_pools;
   };
-  // `jobs` null: the optimization-job RPCs answer UNIMPLEMENTED.
+  // `jobs` null: the optimization-job RPCs answer UNIMPLEMENTED. `syntax` null: tasks are
+  // checked by pattern only (task_validation.h), not compiled.
   JobServiceImpl(PgStore& store, QueueStore& queue, Notifier& notifier, Limits limits,
-                 JobStore* jobs = nullptr)
-      : store_(store), queue_(queue), notifier_(notifier), limits_(limits), jobs_(jobs) {}
+                 JobStore* jobs = nullptr, const PythonSyntaxChecker* syntax = nullptr)
+      : store_(store),
+        queue_(queue),
+        notifier_(notifier),
+        limits_(std::move(limits)),
+        jobs_(jobs),
+        syntax_(syntax) {}
 
   grpc::Status SubmitTask(grpc::ServerContext* ctx, const v1::SubmitTaskRequest* req,
                           v1::SubmitTaskResponse* resp) override;
@@ -61,12 +72,15 @@ class JobServiceImpl final : public v1::JobService::Service {
 
  private:
   grpc::Status FillJob(const JobRow& row, v1::Job* out);
+  // INVALID_ARGUMENT naming the first type no pool serves (see Limits::gpu_pools).
+  grpc::Status CheckGpuTypes(const std::vector<std::string>& types);
 
   PgStore& store_;
   QueueStore& queue_;
   Notifier& notifier_;
   const Limits limits_;
   JobStore* const jobs_;
+  const PythonSyntaxChecker* const syntax_;
 };
 
 // A stored evaluation as the API returns it.

@@ -2,6 +2,10 @@
 #include <chrono>
 #include <thread>
 
+#include <memory>
+#include <string>
+#include <vector>
+
 #include "absl/flags/flag.h"
 #include "common/base/log.h"
 #include "common/config.h"
@@ -32,6 +36,12 @@ ABSL_FLAG(int64_t, max_queue_depth, 100000, "EvaluateBatch answers RESOURCE_EXHA
 ABSL_FLAG(std::string, gateway_address, "127.0.0.1:50061",
           "the LLM gateway (kforge-gateway) that optimization jobs ask for candidates");
 ABSL_FLAG(int, max_running_jobs, 16, "optimization jobs this coordinator runs at once");
+ABSL_FLAG(std::vector<std::string>, gpu_pools, {},
+          "GPU types that may be queued for although no worker of them registered yet (pools "
+          "scaled to zero); besides these, \"any\" and every type a worker registered with");
+ABSL_FLAG(std::string, task_python, "python3",
+          "the Python that compiles submitted tasks (standard library only) to refuse those "
+          "that do not parse; empty: no compile check, only the pattern check");
 
 namespace kforge {
 namespace {
@@ -74,8 +84,19 @@ int Run() {
                     .ready_file = absl::GetFlag(FLAGS_ready_file)});
   JobServiceImpl::Limits limits;
   limits.max_queue_depth = absl::GetFlag(FLAGS_max_queue_depth);
+  limits.gpu_pools = absl::GetFlag(FLAGS_gpu_pools);
+  std::unique_ptr<PythonSyntaxChecker> syntax;
+  if (!absl::GetFlag(FLAGS_task_python).empty()) {
+    syntax = std::make_unique<PythonSyntaxChecker>(absl::GetFlag(FLAGS_task_python));
+    if (absl::Status s = syntax->SelfTest(); !s.ok()) {
+      LogError("refusing to start", {{"error", std::string(s.message())}});
+      return 1;
+    }
+  } else {
+    LogWarning("--task_python is empty: tasks are not compiled before they are stored");
+  }
   JobStore job_store(pool);
-  JobServiceImpl jobs(store, queue, notifier, limits, &job_store);
+  JobServiceImpl jobs(store, queue, notifier, limits, &job_store, syntax.get());
   WorkerTimings timings;
   timings.lease_timeout_s = absl::GetFlag(FLAGS_lease_timeout_s);
   timings.heartbeat_interval_s = absl::GetFlag(FLAGS_heartbeat_interval_s);

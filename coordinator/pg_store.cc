@@ -42,6 +42,14 @@ absl::StatusOr<WorkerRow> PgStore::GetWorker(const std::string& worker_id) {
   return w;
 }
 
+absl::StatusOr<std::vector<std::string>> PgStore::RegisteredGpuTypes() {
+  ASSIGN_OR_RETURN(PgResult r,
+                   pool_.Exec("SELECT DISTINCT gpu_type FROM workers ORDER BY gpu_type"));
+  std::vector<std::string> out;
+  for (int i = 0; i < r.rows(); ++i) out.push_back(r.Get(i, "gpu_type"));
+  return out;
+}
+
 absl::StatusOr<std::vector<WorkerRow>> PgStore::ListWorkers(double alive_window_s) {
   ASSIGN_OR_RETURN(
       PgResult r,

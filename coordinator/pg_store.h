@@ -41,6 +41,9 @@ class PgStore {
                                              const std::string& facts_json);
   // NOT_FOUND for an unknown id (the worker must register again).
   absl::StatusOr<WorkerRow> GetWorker(const std::string& worker_id);
+  // Every GPU type a worker ever registered with (gone workers included: a pool scaled to
+  // zero still receives work).
+  absl::StatusOr<std::vector<std::string>> RegisteredGpuTypes();
   // Workers that heartbeated within `alive_window_s`, and the others still marked active.
   absl::StatusOr<std::vector<WorkerRow>> ListWorkers(double alive_window_s);
 

@@ -377,19 +377,21 @@ absl::StatusOr<Completion> QueueStore::CompleteAndLease(const std::string& lease
 }
 
 absl::StatusOr<std::string> QueueStore::Release(const std::string& lease_id,
-                                                const std::string& worker_id) {
+                                                const std::string& worker_id,
+                                                bool count_attempt) {
   ASSIGN_OR_RETURN(
       PgResult r,
       pool_.ExecPrepared(
           "WITH l AS (DELETE FROM leases WHERE lease_id = $1::uuid AND worker_id = $2::uuid "
           "  RETURNING evaluation_id), "
-          "e AS (UPDATE evaluations e SET state = 'queued', attempts = e.attempts - 1 "
+          "e AS (UPDATE evaluations e SET state = 'queued', "
+          "  attempts = e.attempts - CASE WHEN $3::bool THEN 0 ELSE 1 END "
           "  FROM l WHERE e.evaluation_id = l.evaluation_id "
           "  RETURNING e.evaluation_id, e.gpu_type, e.priority, e.batch_seq, e.enqueued_at) "
           "INSERT INTO eval_queue (evaluation_id, gpu_type, priority, batch_seq, enqueued_at) "
           "SELECT evaluation_id, gpu_type, priority, batch_seq, enqueued_at FROM e "
           "RETURNING gpu_type",
-          {lease_id, worker_id}));
+          {lease_id, worker_id, count_attempt ? "true" : "false"}));
   return r.rows() == 0 ? std::string() : r.Get(0, "gpu_type");
 }
 

@@ -159,9 +159,10 @@ class QueueStore {
                                               const v1::EvalResult& result,
                                               const LeaseRequest& next);
   // Hands an unrun lease back (a draining worker, an unsent lease); the attempt is not counted
-  // and it keeps its position. Returns the GPU type it was queued for; empty when the lease
-  // no longer existed.
-  absl::StatusOr<std::string> Release(const std::string& lease_id, const std::string& worker_id);
+  // unless `count_attempt` (a refused result), and it keeps its position. Returns the GPU type
+  // it was queued for; empty when the lease no longer existed.
+  absl::StatusOr<std::string> Release(const std::string& lease_id, const std::string& worker_id,
+                                      bool count_attempt = false);
   absl::StatusOr<ReclaimStats> ReclaimExpired();
   // Workers that heartbeated within `window_s`, per GPU type.
   absl::StatusOr<std::map<std::string, int64_t>> LiveWorkers(double window_s);

@@ -8,6 +8,7 @@
 #include "common/dialect.h"
 #include "common/result_json.h"
 #include "common/service.h"
+#include "coordinator/result_validation.h"
 #include "google/protobuf/util/json_util.h"
 #include "kforge/v1/jobs.pb.h"
 #include "prometheus/family.h"
@@ -40,6 +41,10 @@ WorkerServiceImpl::WorkerServiceImpl(PgStore& store, QueueStore& queue, Notifier
       results_(prometheus::BuildCounter()
                    .Name("kforge_evaluations_total")
                    .Help("Evaluations finished, by verdict and GPU type")
+                   .Register(metrics)),
+      refused_(prometheus::BuildCounter()
+                   .Name("kforge_results_refused_total")
+                   .Help("Malformed results refused (nothing stored), by GPU type")
                    .Register(metrics)),
       leases_(prometheus::BuildCounter()
                   .Name("kforge_leases_granted_total")
@@ -186,6 +191,10 @@ class WorkerServiceImpl::Stream {
       absl::MutexLock lock(&mu_);
       outstanding_.erase(r.lease_id());
     }
+    if (absl::Status valid = ValidateResult(r.result()); !valid.ok()) {
+      RefuseResult(r.lease_id(), std::string(valid.message()));
+      return;
+    }
     int free = Reserve();
     LeaseRequest next = Request(std::max(free, 0));
     // The database may be restarting: retry for a while before leaving the lease to expire
@@ -215,8 +224,26 @@ class WorkerServiceImpl::Stream {
     if (granted < free) waiter_.Wake();
   }
 
-  void Release(const std::string& lease_id) {
-    auto type = service_.queue_.Release(lease_id, worker_id_);
+  // Stores nothing of a malformed result: the lease goes back to the queue with its attempt
+  // counted (a worker that keeps sending garbage uses the evaluation's attempts up), and the
+  // worker is told why.
+  void RefuseResult(const std::string& lease_id, const std::string& reason) {
+    LogWarning("result refused",
+               {{"lease_id", lease_id}, {"worker_id", worker_id_}, {"reason", reason}});
+    service_.refused_.Add({{"gpu_type", gpu_type_}}).Increment();
+    Release(lease_id, /*count_attempt=*/true);
+    v1::CoordinatorMessage out;
+    out.mutable_result_refused()->set_lease_id(lease_id);
+    out.mutable_result_refused()->set_reason(reason);
+    {
+      absl::MutexLock lock(&write_mu_);
+      rpc_->Write(out);
+    }
+    waiter_.Wake();  // the freed slot is the handler's to fill
+  }
+
+  void Release(const std::string& lease_id, bool count_attempt = false) {
+    auto type = service_.queue_.Release(lease_id, worker_id_, count_attempt);
     if (!type.ok()) {
       LogWarning("release failed",
                  {{"lease_id", lease_id}, {"error", std::string(type.status().message())}});

@@ -49,6 +49,7 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
   Notifier& notifier_;
   const WorkerTimings timings_;
   prometheus::Family<prometheus::Counter>& results_;
+  prometheus::Family<prometheus::Counter>& refused_;
   prometheus::Family<prometheus::Counter>& leases_;
   prometheus::Family<prometheus::Histogram>& queue_wait_;
 };

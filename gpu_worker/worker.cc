@@ -527,6 +527,12 @@ void Worker::Run(const std::atomic<bool>& stop) {
     while (s->Read(&msg)) {
       got_any = true;
       backoff_s = 0.2;
+      if (msg.has_result_refused()) {
+        LogError("result refused by the coordinator",
+                 {{"lease_id", msg.result_refused().lease_id()},
+                  {"reason", msg.result_refused().reason()}});
+        continue;
+      }
       if (!msg.has_lease()) continue;
       absl::MutexLock lock(&shared.mu);
       if (shared.draining) {

@@ -132,7 +132,7 @@ class Client:
         options = jobs_pb2.TaskOptions(precision=precision, atol=atol, rtol=rtol,
                                        correctness_trials=correctness_trials)
         resp = self._unary("SubmitTask",
-                           jobs_pb2.SubmitTaskRequest(name=name, source=source, options=options))
+                           jobs_pb2.SubmitTaskRequest(name=name, source=source.encode(), options=options))
         return SubmittedTask(task_id=resp.task_id, created=resp.created)
 
     # Batches ----------------------------------------------------------------------------
@@ -149,7 +149,7 @@ class Client:
         specs = []
         for i, c in enumerate(as_candidate(c) for c in candidates):
             dialect = enum_value(eval_pb2.Dialect, c.dialect) if c.dialect else 0
-            specs.append(jobs_pb2.CandidateSpec(source=c.source, dialect=dialect,
+            specs.append(jobs_pb2.CandidateSpec(source=c.source.encode(), dialect=dialect,
                                                 client_ref=c.client_ref or str(i)))
         gpus = _gpu_list(gpu_types)
         request = jobs_pb2.EvaluateBatchRequest(task_id=task_id, candidates=specs,
@@ -197,7 +197,7 @@ class Client:
             task_id=task_id, gpu_types=_gpu_list(gpu_types), strategy=strategy,
             strategy_params={k: str(v) for k, v in (strategy_params or {}).items()},
             llm=gateway_pb2.LlmSettings(**asdict(llm)), budget=jobs_pb2.JobBudget(**asdict(budget)),
-            seed=seed, seed_candidates=[as_candidate(c).source for c in seed_candidates],
+            seed=seed, seed_candidates=[as_candidate(c).source.encode() for c in seed_candidates],
             dialect=enum_value(eval_pb2.Dialect, dialect) if dialect else 0)
         job_id = self._unary("SubmitJob", request).job_id
         self._max_rounds[job_id] = budget.max_rounds or DEFAULT_MAX_ROUNDS
