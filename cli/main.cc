@@ -8,6 +8,7 @@
 //   kforge job submit|watch|get|list|cancel ...     optimization jobs
 //   kforge best --task ID | --job ID                best candidates per GPU type
 //   kforge export rollouts JOB [--out FILE]         (prompt, completion, reward) as JSONL
+//   kforge token create|revoke|list                 API tokens (admin role)
 //
 // Exit codes: 0 success, 1 the server answered with an error, 2 bad usage or input,
 // 3 the server could not be reached.
@@ -49,6 +50,9 @@ const char kUsage[] =
     "  kforge job list [--task ID] [--limit N]\n"
     "  kforge best --task ID | --job JOB_ID [--gpu TYPE] [--top N] [--out DIR]\n"
     "  kforge export rollouts JOB_ID [--out FILE.jsonl]\n"
+    "  kforge token create --principal NAME [--tenant T] --roles R[,R] [--ttl_s S]\n"
+    "  kforge token revoke TOKEN_ID | kforge token list\n"
+    "Calls carry the API token of --token_file FILE (or $KFORGE_TOKEN).\n"
     "Flags may also come from the environment (KFORGE_COORDINATOR, ...).";
 
 int Health(const std::string& address) {
@@ -203,6 +207,7 @@ int Main(const std::vector<std::string>& args) {
   if (cmd == "eval") return Eval({args.begin() + 2, args.end()});
   if (cmd == "results" && args.size() == 2) return Results();
   if (cmd == "job") return JobCommand({args.begin() + 2, args.end()});
+  if (cmd == "token") return TokenCommand({args.begin() + 2, args.end()});
   if (cmd == "best" && args.size() == 2) return Best();
   if (cmd == "export" && args.size() >= 3 && args[2] == "rollouts") {
     return ExportRollouts({args.begin() + 3, args.end()});

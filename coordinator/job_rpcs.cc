@@ -147,9 +147,11 @@ grpc::Status JobServiceImpl::FillJob(const JobRow& row, v1::Job* out) {
   return grpc::Status::OK;
 }
 
-grpc::Status JobServiceImpl::SubmitJob(grpc::ServerContext*, const v1::SubmitJobRequest* req,
+grpc::Status JobServiceImpl::SubmitJob(grpc::ServerContext* ctx, const v1::SubmitJobRequest* req,
                                        v1::SubmitJobResponse* resp) {
   if (!jobs_) return NoJobs();
+  auto caller = auth_.Check(*ctx, {Role::kResearcher}, "submit jobs");
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
   JobParams params;
   std::vector<SeedCandidate> seeds;
   if (grpc::Status s = ParseJobRequest(*req, &params, &seeds, limits_.max_candidate_bytes);
@@ -158,28 +160,35 @@ grpc::Status JobServiceImpl::SubmitJob(grpc::ServerContext*, const v1::SubmitJob
   }
   if (grpc::Status s = CheckGpuTypes(params.spec.gpu_types); !s.ok()) return s;
   auto id = jobs_->CreateJob(req->task_id(), params.spec.gpu_types, params.spec.strategy,
-                             params.ToJson(), seeds);
+                             params.ToJson(), seeds, caller->name, caller->tenant);
   if (!id.ok()) return ToGrpcStatus(id.status());
   resp->set_job_id(*id);
   LogInfo("job submitted", {{"job_id", *id},
                             {"task_id", req->task_id()},
                             {"strategy", params.spec.strategy},
-                            {"seeds", std::to_string(seeds.size())}});
+                            {"seeds", std::to_string(seeds.size())},
+                            {"principal", caller->name}});
   return grpc::Status::OK;
 }
 
-grpc::Status JobServiceImpl::GetJob(grpc::ServerContext*, const v1::GetJobRequest* req,
+grpc::Status JobServiceImpl::GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req,
                                     v1::Job* resp) {
   if (!jobs_) return NoJobs();
+  if (auto caller = auth_.Check(*ctx, {Role::kResearcher, Role::kOperator}, "read jobs"); !caller.ok()) {
+    return ToGrpcStatus(caller.status());
+  }
   if (grpc::Status s = CheckJobId(req->job_id()); !s.ok()) return s;
   auto row = jobs_->GetJob(req->job_id());
   if (!row.ok()) return ToGrpcStatus(row.status());
   return FillJob(*row, resp);
 }
 
-grpc::Status JobServiceImpl::ListJobs(grpc::ServerContext*, const v1::ListJobsRequest* req,
+grpc::Status JobServiceImpl::ListJobs(grpc::ServerContext* ctx, const v1::ListJobsRequest* req,
                                       v1::ListJobsResponse* resp) {
   if (!jobs_) return NoJobs();
+  if (auto caller = auth_.Check(*ctx, {Role::kResearcher, Role::kOperator}, "read jobs"); !caller.ok()) {
+    return ToGrpcStatus(caller.status());
+  }
   int limit = req->limit() == 0 ? 50 : static_cast<int>(std::min<uint32_t>(req->limit(), 1000));
   auto rows = jobs_->ListJobs(limit, req->task_id());
   if (!rows.ok()) return ToGrpcStatus(rows.status());
@@ -189,20 +198,34 @@ grpc::Status JobServiceImpl::ListJobs(grpc::ServerContext*, const v1::ListJobsRe
   return grpc::Status::OK;
 }
 
-grpc::Status JobServiceImpl::CancelJob(grpc::ServerContext*, const v1::CancelJobRequest* req,
+grpc::Status JobServiceImpl::CancelJob(grpc::ServerContext* ctx, const v1::CancelJobRequest* req,
                                        v1::CancelJobResponse* resp) {
   if (!jobs_) return NoJobs();
+  auto caller = auth_.Check(*ctx, {Role::kResearcher, Role::kOperator}, "cancel jobs");
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
   if (grpc::Status s = CheckJobId(req->job_id()); !s.ok()) return s;
+  auto job = jobs_->GetJob(req->job_id());
+  if (!job.ok()) return ToGrpcStatus(job.status());
+  if (!caller->Has(Role::kOperator) && job->owner != caller->name) {
+    return {grpc::StatusCode::PERMISSION_DENIED,
+            caller->name + " may not cancel job " + req->job_id() + ": it belongs to " +
+                (job->owner.empty() ? std::string("nobody") : job->owner) +
+                " (only its owner or an operator may cancel it)"};
+  }
   auto state = jobs_->CancelJob(req->job_id());
   if (!state.ok()) return ToGrpcStatus(state.status());
   resp->set_state(StateFromName(*state));
-  LogInfo("job cancel requested", {{"job_id", req->job_id()}, {"state", *state}});
+  LogInfo("job cancel requested",
+          {{"job_id", req->job_id()}, {"state", *state}, {"principal", caller->name}});
   return grpc::Status::OK;
 }
 
 grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* ctx, const v1::WatchJobRequest* req,
                                       grpc::ServerWriter<v1::JobEvent>* writer) {
   if (!jobs_) return NoJobs();
+  if (auto caller = auth_.Check(*ctx, {Role::kResearcher, Role::kOperator}, "read jobs"); !caller.ok()) {
+    return ToGrpcStatus(caller.status());
+  }
   const std::string& job_id = req->job_id();
   if (grpc::Status s = CheckJobId(job_id); !s.ok()) return s;
   if (auto row = jobs_->GetJob(job_id); !row.ok()) return ToGrpcStatus(row.status());
@@ -276,10 +299,13 @@ grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* ctx, const v1::WatchJ
   return grpc::Status(grpc::StatusCode::CANCELLED, "client cancelled");
 }
 
-grpc::Status JobServiceImpl::GetBestCandidates(grpc::ServerContext*,
+grpc::Status JobServiceImpl::GetBestCandidates(grpc::ServerContext* ctx,
                                                const v1::BestCandidatesRequest* req,
                                                v1::BestCandidatesResponse* resp) {
   if (!jobs_) return NoJobs();
+  if (auto caller = auth_.Check(*ctx, {Role::kResearcher, Role::kOperator}, "read candidates"); !caller.ok()) {
+    return ToGrpcStatus(caller.status());
+  }
   if (req->task_id().empty() && req->job_id().empty()) {
     return BadRequest("task_id or job_id is required");
   }
@@ -296,10 +322,13 @@ grpc::Status JobServiceImpl::GetBestCandidates(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status JobServiceImpl::GetJobTrajectory(grpc::ServerContext*,
+grpc::Status JobServiceImpl::GetJobTrajectory(grpc::ServerContext* ctx,
                                               const v1::JobTrajectoryRequest* req,
                                               v1::JobTrajectoryResponse* resp) {
   if (!jobs_) return NoJobs();
+  if (auto caller = auth_.Check(*ctx, {Role::kResearcher, Role::kOperator}, "read jobs"); !caller.ok()) {
+    return ToGrpcStatus(caller.status());
+  }
   if (grpc::Status s = CheckJobId(req->job_id()); !s.ok()) return s;
   if (auto row = jobs_->GetJob(req->job_id()); !row.ok()) return ToGrpcStatus(row.status());
   auto points = jobs_->Trajectory(req->job_id());
@@ -318,10 +347,15 @@ grpc::Status JobServiceImpl::GetJobTrajectory(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status JobServiceImpl::ExportRollouts(grpc::ServerContext*,
+grpc::Status JobServiceImpl::ExportRollouts(grpc::ServerContext* ctx,
                                             const v1::ExportRolloutsRequest* req,
                                             grpc::ServerWriter<v1::Rollout>* writer) {
   if (!jobs_) return NoJobs();
+  if (auto caller = auth_.Check(*ctx, {Role::kResearcher, Role::kTrainer, Role::kOperator},
+                                "export rollouts");
+      !caller.ok()) {
+    return ToGrpcStatus(caller.status());
+  }
   if (grpc::Status s = CheckJobId(req->job_id()); !s.ok()) return s;
   auto row = jobs_->GetJob(req->job_id());
   if (!row.ok()) return ToGrpcStatus(row.status());

@@ -211,6 +211,8 @@ class JobEnv : public search::SearchEnv {
       spec.task_id = job_.task_id;
       spec.gpu_types = params_.spec.gpu_types;
       spec.job_id = job_.job_id;
+      spec.owner = job_.owner;
+      spec.tenant = job_.tenant;
       nlohmann::json ids = nlohmann::json::array();
       for (const search::Member* m : members) {
         spec.candidates.push_back({m->source, m->dialect, m->candidate_id});

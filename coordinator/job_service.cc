@@ -40,8 +40,10 @@ grpc::Status JobServiceImpl::CheckGpuTypes(const std::vector<std::string>& types
   return grpc::Status::OK;
 }
 
-grpc::Status JobServiceImpl::SubmitTask(grpc::ServerContext*, const v1::SubmitTaskRequest* req,
+grpc::Status JobServiceImpl::SubmitTask(grpc::ServerContext* ctx, const v1::SubmitTaskRequest* req,
                                         v1::SubmitTaskResponse* resp) {
+  auto caller = auth_.Check(*ctx, {Role::kResearcher, Role::kTrainer}, "submit tasks");
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
   if (absl::Status s = ValidateTaskSource(req->source()); !s.ok()) return ToGrpcStatus(s);
   if (req->name().size() > 256) return Invalid("name must be at most 256 bytes");
   const v1::TaskOptions& o = req->options();
@@ -66,8 +68,10 @@ grpc::Status JobServiceImpl::SubmitTask(grpc::ServerContext*, const v1::SubmitTa
   return grpc::Status::OK;
 }
 
-grpc::Status JobServiceImpl::ListWorkers(grpc::ServerContext*, const v1::ListWorkersRequest*,
+grpc::Status JobServiceImpl::ListWorkers(grpc::ServerContext* ctx, const v1::ListWorkersRequest*,
                                          v1::ListWorkersResponse* resp) {
+  auto caller = auth_.Check(*ctx, {Role::kOperator}, "list workers");
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
   auto rows = store_.ListWorkers(kWorkerAliveWindowS);
   if (!rows.ok()) return ToGrpcStatus(rows.status());
   for (const WorkerRow& w : *rows) {
@@ -100,8 +104,11 @@ void ToRecord(const StoredEvaluation& e, v1::EvaluationRecord* rec) {
   }
 }
 
-grpc::Status JobServiceImpl::QueryResults(grpc::ServerContext*, const v1::ResultsQuery* req,
+grpc::Status JobServiceImpl::QueryResults(grpc::ServerContext* ctx, const v1::ResultsQuery* req,
                                           v1::ResultsResponse* resp) {
+  auto caller =
+      auth_.Check(*ctx, {Role::kResearcher, Role::kTrainer, Role::kOperator}, "read results");
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
   if (!req->job_id().empty()) {
     if (absl::Status s = ValidateUuid(req->job_id(), "job_id"); !s.ok()) return ToGrpcStatus(s);
   }
@@ -121,6 +128,8 @@ grpc::Status JobServiceImpl::QueryResults(grpc::ServerContext*, const v1::Result
 grpc::Status JobServiceImpl::EvaluateBatch(grpc::ServerContext* ctx,
                                            const v1::EvaluateBatchRequest* req,
                                            grpc::ServerWriter<v1::EvaluationRecord>* writer) {
+  auto caller = auth_.Check(*ctx, {Role::kResearcher, Role::kTrainer}, "evaluate batches");
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
   std::string batch_id = req->batch_id();
   if (!batch_id.empty()) {
     if (absl::Status s = ValidateUuid(batch_id, "batch_id"); !s.ok()) return ToGrpcStatus(s);
@@ -138,6 +147,8 @@ grpc::Status JobServiceImpl::EvaluateBatch(grpc::ServerContext* ctx,
     BatchSpec spec;
     spec.task_id = req->task_id();
     spec.priority = static_cast<int>(req->priority());
+    spec.owner = caller->name;
+    spec.tenant = caller->tenant;
     for (const auto& g : req->gpu_types()) {
       if (g.empty() || g.size() > 64) return Invalid("gpu_types entries must be 1..64 characters");
       spec.gpu_types.push_back(g);
@@ -164,7 +175,8 @@ grpc::Status JobServiceImpl::EvaluateBatch(grpc::ServerContext* ctx,
     batch_id = batch->batch_id;
     for (const auto& [type, n] : batch->queued_per_type) notifier_.WorkAdded(type, n);
     LogInfo("batch queued", {{"batch_id", batch_id},
-                             {"evaluations", std::to_string(batch->evaluations)}});
+                             {"evaluations", std::to_string(batch->evaluations)},
+                             {"principal", caller->name}});
   }
   ctx->AddInitialMetadata("kforge-batch-id", batch_id);
   writer->SendInitialMetadata();

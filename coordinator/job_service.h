@@ -1,5 +1,7 @@
 // gRPC adapter for kforge.v1.JobService: converts requests to PgStore calls and statuses to
-// gRPC statuses. Holds no state of its own.
+// gRPC statuses. Holds no state of its own. Every RPC first asks RpcAuth who calls and whether
+// its roles allow the call (docs/security.md, "Roles"); jobs and batches record their
+// principal, and only it (or an operator) may cancel a job.
 //
 // Thread-safety: called concurrently from gRPC's threads; PgStore is thread-safe.
 #ifndef KFORGE_COORDINATOR_JOB_SERVICE_H_
@@ -9,6 +11,7 @@
 #include "coordinator/notifier.h"
 #include "coordinator/pg_store.h"
 #include "coordinator/queue_store.h"
+#include "coordinator/rpc_auth.h"
 #include "coordinator/task_syntax.h"
 #include "kforge/v1/jobs.grpc.pb.h"
 
@@ -28,9 +31,11 @@ class JobServiceImpl final : public v1::JobService::Service {
   };
   // `jobs` null: the optimization-job RPCs answer UNIMPLEMENTED. `syntax` null: tasks are
   // checked by pattern only (task_validation.h), not compiled.
-  JobServiceImpl(PgStore& store, QueueStore& queue, Notifier& notifier, Limits limits,
-                 JobStore* jobs = nullptr, const PythonSyntaxChecker* syntax = nullptr)
+  JobServiceImpl(PgStore& store, QueueStore& queue, Notifier& notifier, const RpcAuth& auth,
+                 Limits limits, JobStore* jobs = nullptr,
+                 const PythonSyntaxChecker* syntax = nullptr)
       : store_(store),
+        auth_(auth),
         queue_(queue),
         notifier_(notifier),
         limits_(std::move(limits)),
@@ -76,6 +81,7 @@ class JobServiceImpl final : public v1::JobService::Service {
   grpc::Status CheckGpuTypes(const std::vector<std::string>& types);
 
   PgStore& store_;
+  const RpcAuth& auth_;
   QueueStore& queue_;
   Notifier& notifier_;
   const Limits limits_;

@@ -26,6 +26,7 @@ struct JobRow {
   int candidates_evaluated = 0;
   int64_t tokens_used = 0;
   std::string created_at, updated_at;  // RFC 3339
+  std::string owner, tenant;           // the submitting principal; "" for jobs from before 0005
 };
 
 struct SeedCandidate {
@@ -62,11 +63,12 @@ class JobStore {
   explicit JobStore(PgPool& pool) : pool_(pool) {}
 
   // Creates the job and stores its seed candidates as round-0 members, in one transaction.
-  // NOT_FOUND for an unknown task.
+  // NOT_FOUND for an unknown task. `owner` of `tenant` submitted it.
   absl::StatusOr<std::string> CreateJob(const std::string& task_id,
                                         const std::vector<std::string>& gpu_types,
                                         const std::string& strategy, const nlohmann::json& params,
-                                        const std::vector<SeedCandidate>& seeds);
+                                        const std::vector<SeedCandidate>& seeds,
+                                        const std::string& owner, const std::string& tenant);
   // NOT_FOUND for an unknown (or malformed) id.
   absl::StatusOr<JobRow> GetJob(const std::string& job_id);
   absl::StatusOr<std::vector<JobRow>> ListJobs(int limit, const std::string& task_id);

@@ -11,6 +11,9 @@
 #include "common/config.h"
 #include "common/pg.h"
 #include "common/service.h"
+#include "common/secrets.h"
+#include "coordinator/admin_service.h"
+#include "coordinator/auth.h"
 #include "coordinator/job_runner.h"
 #include "coordinator/job_service.h"
 #include "coordinator/job_store.h"
@@ -18,6 +21,8 @@
 #include "grpcpp/security/credentials.h"
 #include "coordinator/notifier.h"
 #include "coordinator/pg_store.h"
+#include "coordinator/pg_token_store.h"
+#include "coordinator/rpc_auth.h"
 #include "coordinator/queue_store.h"
 #include "coordinator/reaper.h"
 #include "coordinator/worker_service.h"
@@ -39,6 +44,12 @@ ABSL_FLAG(int, max_running_jobs, 16, "optimization jobs this coordinator runs at
 ABSL_FLAG(std::vector<std::string>, gpu_pools, {},
           "GPU types that may be queued for although no worker of them registered yet (pools "
           "scaled to zero); besides these, \"any\" and every type a worker registered with");
+ABSL_FLAG(bool, allow_unauthenticated, false,
+          "serve every caller as the principal 'anonymous' with every role (no tokens): only "
+          "for a trusted loopback; the coordinator logs a warning");
+ABSL_FLAG(std::string, bootstrap_admin_token_file, "",
+          "a file holding an admin token (kf_ and 64 hex digits) to accept as principal "
+          "'bootstrap-admin'; its hash is stored at startup unless already present");
 ABSL_FLAG(std::string, task_python, "python3",
           "the Python that compiles submitted tasks (standard library only) to refuse those "
           "that do not parse; empty: no compile check, only the pattern check");
@@ -95,12 +106,30 @@ int Run() {
   } else {
     LogWarning("--task_python is empty: tasks are not compiled before they are stored");
   }
+  PgTokenStore tokens(pool);
+  Authenticator authenticator(tokens);
+  const bool open = absl::GetFlag(FLAGS_allow_unauthenticated);
+  if (open) {
+    LogWarning("--allow_unauthenticated: every caller may do everything; use only on a trusted "
+               "loopback");
+  }
+  if (const std::string file = absl::GetFlag(FLAGS_bootstrap_admin_token_file); !file.empty()) {
+    auto token = ReadSecretFile(file);
+    absl::Status s = token.ok() ? EnsureBootstrapToken(tokens, *token) : token.status();
+    if (!s.ok()) {
+      LogError("refusing to start", {{"error", "bootstrap admin token: " + std::string(s.message())}});
+      return 1;
+    }
+  }
+  RpcAuth auth(open ? nullptr : &authenticator);
+  AdminServiceImpl admin(tokens, auth);
   JobStore job_store(pool);
-  JobServiceImpl jobs(store, queue, notifier, limits, &job_store, syntax.get());
+  JobServiceImpl jobs(store, queue, notifier, auth, limits, &job_store, syntax.get());
   WorkerTimings timings;
   timings.lease_timeout_s = absl::GetFlag(FLAGS_lease_timeout_s);
   timings.heartbeat_interval_s = absl::GetFlag(FLAGS_heartbeat_interval_s);
-  WorkerServiceImpl workers(store, queue, notifier, host.metrics().registry(), timings);
+  WorkerServiceImpl workers(store, queue, notifier, auth, host.metrics().registry(), timings);
+  host.AddService(&admin);
   host.AddService(&jobs);
   host.AddService(&workers);
   if (absl::Status s = host.Start(); !s.ok()) {

@@ -94,9 +94,10 @@ absl::StatusOr<EnqueuedBatch> QueueStore::Enqueue(const BatchSpec& spec, int64_t
     }
     std::optional<std::string> job;
     if (!spec.job_id.empty()) job = spec.job_id;
-    ASSIGN_OR_RETURN(PgResult batch, c.Exec("INSERT INTO batches (task_id, job_id) VALUES ($1, $2) "
-                                            "RETURNING batch_id",
-                                            {spec.task_id, job}));
+    ASSIGN_OR_RETURN(PgResult batch,
+                     c.Exec("INSERT INTO batches (task_id, job_id, owner, tenant) "
+                            "VALUES ($1, $2, nullif($3, ''), nullif($4, '')) RETURNING batch_id",
+                            {spec.task_id, job, spec.owner, spec.tenant}));
     EnqueuedBatch out;
     out.batch_id = batch.Get(0, "batch_id");
     std::vector<std::string> ids, sources, dialects, refs;
@@ -360,6 +361,7 @@ absl::StatusOr<Completion> QueueStore::CompleteAndLease(const std::string& lease
               "  cand_median_ms = $10::float8, result = $11::jsonb, "
               "  system_info = ($11::jsonb)->'system', compiler_log = $12, "
               "  worker_id = $1::uuid, ran_on_gpu_type = $2, finished_at = now(), "
+              "  worker_token_id = (SELECT token_id FROM workers WHERE worker_id = $1::uuid), "
               "  done_xid = pg_current_xact_id() "
               "  FROM l WHERE e.evaluation_id = l.evaluation_id AND e.state = 'leased' "
               "  RETURNING e.batch_id), ",
@@ -393,6 +395,25 @@ absl::StatusOr<std::string> QueueStore::Release(const std::string& lease_id,
           "RETURNING gpu_type",
           {lease_id, worker_id, count_attempt ? "true" : "false"}));
   return r.rows() == 0 ? std::string() : r.Get(0, "gpu_type");
+}
+
+absl::StatusOr<std::map<std::string, int64_t>> QueueStore::ReleaseWorkerLeases(
+    const std::string& worker_id) {
+  ASSIGN_OR_RETURN(
+      PgResult r,
+      pool_.Exec("WITH l AS (DELETE FROM leases WHERE worker_id = $1::uuid RETURNING evaluation_id), "
+                 "e AS (UPDATE evaluations e SET state = 'queued', attempts = e.attempts - 1 "
+                 "  FROM l WHERE e.evaluation_id = l.evaluation_id AND e.state = 'leased' "
+                 "  RETURNING e.evaluation_id, e.gpu_type, e.priority, e.batch_seq, e.enqueued_at), "
+                 "q AS (INSERT INTO eval_queue (evaluation_id, gpu_type, priority, batch_seq, "
+                 "    enqueued_at) "
+                 "  SELECT evaluation_id, gpu_type, priority, batch_seq, enqueued_at FROM e "
+                 "  RETURNING gpu_type) "
+                 "SELECT gpu_type, count(*) AS n FROM q GROUP BY gpu_type",
+                 {worker_id}));
+  std::map<std::string, int64_t> out;
+  for (int i = 0; i < r.rows(); ++i) out[r.Get(i, "gpu_type")] = r.GetInt(i, "n");
+  return out;
 }
 
 absl::StatusOr<ReclaimStats> QueueStore::ReclaimExpired() {

@@ -49,6 +49,7 @@ struct BatchSpec {
   int priority = 0;
   std::string job_id;                // empty: none
   std::string settings_json = "{}";  // engine settings for every evaluation
+  std::string owner, tenant;         // the principal that submitted it
 };
 
 struct EnqueuedBatch {
@@ -163,6 +164,9 @@ class QueueStore {
   // it was queued for; empty when the lease no longer existed.
   absl::StatusOr<std::string> Release(const std::string& lease_id, const std::string& worker_id,
                                       bool count_attempt = false);
+  // Hands back every lease `worker_id` holds (its credentials were revoked), attempts not
+  // counted. Returns the evaluations requeued per GPU type.
+  absl::StatusOr<std::map<std::string, int64_t>> ReleaseWorkerLeases(const std::string& worker_id);
   absl::StatusOr<ReclaimStats> ReclaimExpired();
   // Workers that heartbeated within `window_s`, per GPU type.
   absl::StatusOr<std::map<std::string, int64_t>> LiveWorkers(double window_s);

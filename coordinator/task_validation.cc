@@ -49,13 +49,18 @@ absl::Status ValidateUtf8(std::string_view text, const std::string& what) {
   return absl::OkStatus();
 }
 
-absl::Status ValidateUuid(std::string_view text, const std::string& what) {
-  bool ok = text.size() == 36;
-  for (size_t i = 0; ok && i < text.size(); ++i) {
-    ok = (i == 8 || i == 13 || i == 18 || i == 23) ? text[i] == '-'
-                                                   : std::isxdigit(static_cast<unsigned char>(text[i]));
+bool IsUuid(std::string_view text) {
+  if (text.size() != 36) return false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+    if (dash != (text[i] == '-')) return false;
+    if (!dash && !std::isxdigit(static_cast<unsigned char>(text[i]))) return false;
   }
-  if (ok) return absl::OkStatus();
+  return true;
+}
+
+absl::Status ValidateUuid(std::string_view text, const std::string& what) {
+  if (IsUuid(text)) return absl::OkStatus();
   std::string shown(text.substr(0, 64));
   if (FirstInvalidUtf8(shown)) shown = "(not UTF-8)";
   return absl::InvalidArgumentError(absl::StrCat(what, " '", shown, "' is not a UUID"));

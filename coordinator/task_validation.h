@@ -26,6 +26,7 @@ absl::Status ValidateUtf8(std::string_view text, const std::string& what);
 // INVALID_ARGUMENT "<what> 'X' is not a UUID" unless `text` is one (8-4-4-4-12 hex digits),
 // so that an id PostgreSQL cannot read is refused with a message of ours.
 absl::Status ValidateUuid(std::string_view text, const std::string& what);
+bool IsUuid(std::string_view text);
 
 // A task's judging options: precision fp32, fp16 or bf16 (or empty); atol and rtol 0 (the
 // precision's default) or finite within (0, kMaxTolerance]; at most kMaxTrials trials.

@@ -25,6 +25,7 @@ namespace kforge {
 
 struct WorkerOptions {
   std::string coordinator;     // gRPC address
+  std::string token;           // the worker's API token (role worker); empty: none
   v1::WorkerFacts facts;       // gpu_type, slots, ... (hostname filled in if empty)
   std::string eval_binary;     // path of kforge-eval
   std::string cache_dir;       // shared build cache for the children

@@ -77,10 +77,24 @@ port_of() { sed -E 's/.*"grpc_port":([0-9]+).*/\1/' "$DEMO/$1.ready"; }
 # The gateway's port is chosen first: the coordinator (which applies the migrations the
 # gateway waits for) must know where to find it.
 GW_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# Tokens (docs/security.md): a bootstrap admin token made here, then with it a token for the
+# demo's user (researcher, operator) and one for the worker. Secrets live in files only.
+SECRETS=$DEMO/secrets
+mkdir -p "$SECRETS"
+chmod 700 "$SECRETS"
+[[ -s $SECRETS/admin.token ]] ||
+  (umask 077; echo "kf_$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$SECRETS/admin.token")
 start coordinator "$BIN/coordinator/kforge-coordinator" --database_url="$DB_URL" \
   --grpc_address=127.0.0.1:0 --metrics_address=127.0.0.1:0 \
-  --gateway_address="127.0.0.1:$GW_PORT"
+  --gateway_address="127.0.0.1:$GW_PORT" --bootstrap_admin_token_file="$SECRETS/admin.token"
 COORD=127.0.0.1:$(port_of coordinator)
+new_token() {  # new_token FILE PRINCIPAL ROLES: a token made once, kept in FILE
+  [[ -s $1 ]] && return 0
+  (umask 077; "$BIN/cli/kforge" --coordinator="$COORD" --token_file="$SECRETS/admin.token" \
+    token create --principal="$2" --roles="$3" >"$1")
+}
+new_token "$SECRETS/demo.token" demo researcher,operator
+new_token "$SECRETS/worker.token" demo-worker worker
 start gateway "$BIN/llm_gateway/kforge-gateway" --database_url="$DB_URL" \
   --grpc_address="127.0.0.1:$GW_PORT" --metrics_address=127.0.0.1:0
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
@@ -91,9 +105,10 @@ else
   echo "demo: no GPU: a CPU worker (candidates that need a GPU get rule no_gpu)"
 fi
 start worker "$BIN/gpu_worker/kforge-worker" --coordinator="$COORD" --grpc_address=127.0.0.1:0 \
-  --metrics_address=127.0.0.1:0 --cache_dir="$DEMO/cache" "${WORKER_FLAGS[@]}"
+  --metrics_address=127.0.0.1:0 --cache_dir="$DEMO/cache" --token_file="$SECRETS/worker.token" \
+  "${WORKER_FLAGS[@]}"
 
-KF=("$BIN/cli/kforge" --coordinator="$COORD")
+KF=("$BIN/cli/kforge" --coordinator="$COORD" --token_file="$SECRETS/demo.token")
 for svc in coordinator gateway worker; do
   echo "demo: $svc health: $("$BIN/cli/kforge" health "127.0.0.1:$(port_of $svc)")"
 done

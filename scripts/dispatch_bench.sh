@@ -127,7 +127,7 @@ sample_threads() {
 read -r -a EXTRA_COORD <<<"${COORDINATOR_FLAGS:-}"
 "$COORDINATOR_BIN" --database_url="postgresql://postgres@127.0.0.1:$PGPORT/kforge" \
   --grpc_address=127.0.0.1:0 --metrics_address=127.0.0.1:0 --ready_file="$WORK/coordinator.ready" \
-  --max_queue_depth=10000000 "${EXTRA_COORD[@]}" >"$WORK/coordinator.log" 2>&1 &
+  --max_queue_depth=10000000 --allow_unauthenticated "${EXTRA_COORD[@]}" >"$WORK/coordinator.log" 2>&1 &
 COORD_PID=$!
 for _ in $(seq 300); do
   [[ -f $WORK/coordinator.ready ]] && break

@@ -135,9 +135,11 @@ gc_setup() {
 }
 
 # The coordinator on the database of gc_start_pg, with FLAGS; sets COORD (its gRPC address).
+# The GPU machine is a closed single-user box and everything runs on loopback: no tokens
+# (--allow_unauthenticated, which the coordinator warns about).
 gc_start_coordinator() {
   start coordinator "$B/kforge-coordinator" --database_url="$DB_URL" \
-    --grpc_address=127.0.0.1:0 --metrics_address=127.0.0.1:0 "$@" ||
+    --grpc_address=127.0.0.1:0 --metrics_address=127.0.0.1:0 --allow_unauthenticated "$@" ||
     { tail -20 "$L/coordinator.log"; die "coordinator"; }
   COORD=127.0.0.1:$(port_of coordinator grpc_port)
 }

@@ -10,9 +10,9 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "kforge/v1/jobs.grpc.pb.h"
-#include "kforge/v1/worker.grpc.pb.h"
 #include "tests/cluster.h"
 #include "tests/pg_harness.h"
+#include "tests/rogue_worker.h"
 
 namespace kforge {
 namespace {
@@ -137,79 +137,10 @@ TEST(BadInputTest, CandidatesBudgetsAndUnservedGpuTypesAreRefused) {
   EXPECT_EQ(counts.Get(0, 0), "0/0");
 }
 
-// A process with the protocol but no engine: it registers, takes a lease and answers it with
-// a forged verdict.
-class RogueWorker {
- public:
-  RogueWorker(const std::string& address, const std::string& gpu_type)
-      : stub_(v1::WorkerService::NewStub(
-            grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))) {
-    grpc::ClientContext ctx;
-    SetDeadline(ctx);
-    v1::RegisterRequest req;
-    req.mutable_facts()->set_hostname("rogue");
-    req.mutable_facts()->set_gpu_type(gpu_type);
-    req.mutable_facts()->set_slots(1);
-    v1::RegisterResponse resp;
-    registered_ = stub_->Register(&ctx, req, &resp);
-    worker_id_ = resp.worker_id();
-  }
-  const grpc::Status& registered() const { return registered_; }
-
-  bool Connect() {
-    SetDeadline(stream_ctx_, 120);
-    stream_ = stub_->Connect(&stream_ctx_);
-    v1::WorkerMessage hello;
-    hello.mutable_hello()->set_worker_id(worker_id_);
-    return stream_->Write(hello);
-  }
-  // Reads until a lease comes; its id, or "" when the stream ended.
-  std::string NextLease() {
-    v1::CoordinatorMessage m;
-    while (stream_->Read(&m)) {
-      if (m.has_lease()) return m.lease().lease_id();
-    }
-    return "";
-  }
-  // Sends `result` for `lease_id` and returns the reason the coordinator refused it with (""
-  // when the stream ended first). Leases that arrive meanwhile are remembered.
-  std::string SendAndReadRefusal(const std::string& lease_id, const v1::EvalResult& result) {
-    v1::WorkerMessage msg;
-    msg.mutable_result()->set_lease_id(lease_id);
-    *msg.mutable_result()->mutable_result() = result;
-    if (!stream_->Write(msg)) return "";
-    v1::CoordinatorMessage m;
-    while (stream_->Read(&m)) {
-      if (m.has_lease()) pending_lease_ = m.lease().lease_id();
-      if (m.has_result_refused()) {
-        EXPECT_EQ(m.result_refused().lease_id(), lease_id);
-        return m.result_refused().reason();
-      }
-    }
-    return "";
-  }
-  std::string TakeLease() {
-    std::string id = pending_lease_.empty() ? NextLease() : pending_lease_;
-    pending_lease_.clear();
-    return id;
-  }
-  void Close() {
-    stream_ctx_.TryCancel();
-    (void)stream_->Finish();
-  }
-
- private:
-  std::unique_ptr<v1::WorkerService::Stub> stub_;
-  grpc::Status registered_;
-  std::string worker_id_;
-  grpc::ClientContext stream_ctx_;
-  std::unique_ptr<grpc::ClientReaderWriter<v1::WorkerMessage, v1::CoordinatorMessage>> stream_;
-  std::string pending_lease_;
-};
-
 TEST(BadInputTest, ForgedResultsAreRefusedWithAReasonAndNothingIsStored) {
   Cluster cluster("rogue_results");
-  RogueWorker rogue(cluster.coordinator()->grpc_address(), "cpu");
+  // A worker with valid credentials that forges its results.
+  RogueWorker rogue(cluster.coordinator()->grpc_address(), "cpu", cluster.worker_token());
   ASSERT_TRUE(rogue.registered().ok()) << rogue.registered().error_message();
   std::string task = cluster.SubmitTask("examples/tasks/tiny/tiny_relu.py");
   auto stub = cluster.Stub();

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/channel.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/loopback.h"
@@ -25,6 +26,9 @@ Cluster::Cluster(const std::string& db, bool gateway) {
     gateway_address_ = absl::StrCat("127.0.0.1:", gw_port.ok() ? *gw_port : 0);
   }
   AddCoordinator();
+  tester_token_ = CreateToken("tester", "default", {"researcher", "trainer", "operator"}).token();
+  worker_token_ = CreateToken("cluster-worker", "default", {"worker"}).token();
+  worker_token_file_ = TokenFile("worker.token", worker_token_);
   if (gateway) {
     auto g = ServiceProcess::Start(
         BuiltBinary("llm_gateway/kforge-gateway"),
@@ -46,7 +50,10 @@ size_t Cluster::AddCoordinator() {
 void Cluster::StartCoordinator(size_t i) {
   std::vector<std::string> flags = {"--database_url=" + url_, "--grpc_address=" + addresses_[i],
                                     "--lease_timeout_s=3", "--heartbeat_interval_s=0.5",
-                                    "--db_pool_size=6"};
+                                    "--db_pool_size=6", tokens_.BootstrapFlag(),
+                                    // The pools the tests' CPU workers stand in for: work may
+                                    // be queued for them before a worker has registered.
+                                    "--gpu_pools=cpu,typeA,typeB"};
   if (!gateway_address_.empty()) flags.push_back("--gateway_address=" + gateway_address_);
   auto c = ServiceProcess::Start(BuiltBinary("coordinator/kforge-coordinator"), flags);
   ASSERT_TRUE(c.ok()) << c.status();
@@ -70,7 +77,8 @@ ServiceProcess* Cluster::StartWorkerAt(const std::string& coordinator,
                                        const std::vector<std::string>& extra) {
   std::vector<std::string> args = {"--coordinator=" + coordinator, "--gpu_type=" + gpu_type,
                                    "--device=cpu", "--slots=" + std::to_string(slots),
-                                   "--cache_dir=/tmp/kforge-test-cache"};
+                                   "--cache_dir=/tmp/kforge-test-cache",
+                                   "--token_file=" + worker_token_file_};
   args.insert(args.end(), extra.begin(), extra.end());
   auto w = ServiceProcess::Start(BuiltBinary("gpu_worker/kforge-worker"), args);
   EXPECT_TRUE(w.ok()) << w.status();
@@ -80,8 +88,21 @@ ServiceProcess* Cluster::StartWorkerAt(const std::string& coordinator,
 }
 
 std::unique_ptr<v1::JobService::Stub> Cluster::Stub(size_t i) {
-  return v1::JobService::NewStub(
-      grpc::CreateChannel(addresses_[i], grpc::InsecureChannelCredentials()));
+  return v1::JobService::NewStub(MakeChannel(addresses_[i], {tester_token_}));
+}
+
+std::unique_ptr<v1::JobService::Stub> Cluster::StubWithToken(const std::string& token) {
+  return v1::JobService::NewStub(MakeChannel(addresses_[0], {token}));
+}
+
+std::unique_ptr<v1::AdminService::Stub> Cluster::Admin() {
+  return v1::AdminService::NewStub(MakeChannel(addresses_[0], {tokens_.admin()}));
+}
+
+v1::CreateTokenResponse Cluster::CreateToken(const std::string& principal,
+                                             const std::string& tenant,
+                                             const std::vector<std::string>& roles) {
+  return tokens_.Create(addresses_[0], principal, tenant, roles);
 }
 
 std::string Cluster::SubmitTask(const std::string& relative) {

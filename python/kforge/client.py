@@ -42,6 +42,31 @@ GpuTypes = Union[str, Sequence[str]]
 DEFAULT_MAX_ROUNDS = 5  # JobBudget.max_rounds = 0 means this
 
 # Reconnect quickly after a coordinator restart (gRPC's default backoff grows to 120 s).
+def _token_from_environment() -> str:
+    """$KFORGE_TOKEN, else the content of the file $KFORGE_TOKEN_FILE names, else ""."""
+    if os.environ.get("KFORGE_TOKEN"):
+        return os.environ["KFORGE_TOKEN"].strip()
+    path = os.environ.get("KFORGE_TOKEN_FILE")
+    return Path(path).read_text().strip() if path else ""
+
+
+class _BearerToken(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor):
+    """Adds `authorization: Bearer <token>` to every call."""
+
+    def __init__(self, token: str):
+        self._metadata = ("authorization", f"Bearer {token}")
+
+    def _with_token(self, details):
+        metadata = list(details.metadata or []) + [self._metadata]
+        return details._replace(metadata=metadata)
+
+    def intercept_unary_unary(self, continuation, client_call_details, request):
+        return continuation(self._with_token(client_call_details), request)
+
+    def intercept_unary_stream(self, continuation, client_call_details, request):
+        return continuation(self._with_token(client_call_details), request)
+
+
 _DEFAULT_CHANNEL_OPTIONS = (("grpc.initial_reconnect_backoff_ms", 200),
                             ("grpc.min_reconnect_backoff_ms", 200),
                             ("grpc.max_reconnect_backoff_ms", 2000))
@@ -80,7 +105,7 @@ def speedup_reward(evaluation: Evaluation) -> float:
 class Client:
     def __init__(self, address: str = "localhost:50051", *, timeout: float = 10.0,
                  credentials: Optional[grpc.ChannelCredentials] = None,
-                 options: Sequence = ()):
+                 options: Sequence = (), token: Optional[str] = None):
         self.address = address
         self.timeout = timeout
         channel_options = list(_DEFAULT_CHANNEL_OPTIONS) + list(options)
@@ -88,6 +113,9 @@ class Client:
             self._channel = grpc.secure_channel(address, credentials, channel_options)
         else:
             self._channel = grpc.insecure_channel(address, channel_options)
+        token = token if token is not None else _token_from_environment()
+        if token:
+            self._channel = grpc.intercept_channel(self._channel, _BearerToken(token))
         self._stub = jobs_pb2_grpc.JobServiceStub(self._channel)
         self._max_rounds: Dict[str, int] = {}  # rounds budget of jobs submitted here
 

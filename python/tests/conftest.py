@@ -36,7 +36,7 @@ def stack(postgres):
 
 @pytest.fixture(scope="session")
 def client(stack):
-    with kforge.Client(stack.address, timeout=30) as c:
+    with kforge.Client(stack.address, timeout=30, token=stack.token) as c:
         c.wait_ready(timeout=30)
         yield c
 

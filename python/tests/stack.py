@@ -180,17 +180,24 @@ class Stack:
             self.database_url = pg.create_database(database)
             self.gateway = self._add("llm_gateway/kforge-gateway", [], "gateway")
             address = f"127.0.0.1:{free_port()}" if fixed_port else "127.0.0.1:0"
+            self.admin_token_file = self._secret("admin.token", "kf_" + os.urandom(32).hex())
             self.coordinator = self._add(
                 "coordinator/kforge-coordinator",
                 [f"--database_url={self.database_url}", "--db_pool_size=6",
-                 "--lease_timeout_s=5", "--heartbeat_interval_s=0.5", *coordinator_flags],
+                 "--lease_timeout_s=5", "--heartbeat_interval_s=0.5",
+                 f"--bootstrap_admin_token_file={self.admin_token_file}", *coordinator_flags],
                 "coordinator", grpc_address=address,
                 env={"KFORGE_GATEWAY_ADDRESS": self.gateway.address})
+            # What the tests' clients call with, and what the workers register with.
+            self.token = self.create_token("sdk-tests", "researcher,trainer,operator")
+            worker_token_file = self._secret("worker.token",
+                                             self.create_token("sdk-worker", "worker"))
             for i, gpu_type in enumerate(worker_gpu_types):
                 self._add("gpu_worker/kforge-worker",
                           [f"--coordinator={self.coordinator.address}", f"--gpu_type={gpu_type}",
                            "--device=cpu", "--slots=1", f"--cache_dir={self.dir}/cache",
-                           f"--eval_binary={BUILD}/gpu_worker/eval/kforge-eval"],
+                           f"--eval_binary={BUILD}/gpu_worker/eval/kforge-eval",
+                           f"--token_file={worker_token_file}"],
                           f"worker{i}")
         except BaseException:
             self.stop()
@@ -199,6 +206,21 @@ class Stack:
     @property
     def address(self) -> str:
         return self.coordinator.address
+
+    def _secret(self, name: str, value: str) -> str:
+        path = self.dir / name
+        path.write_text(value + "\n")
+        path.chmod(0o600)
+        return str(path)
+
+    def create_token(self, principal: str, roles: str, tenant: str = "default") -> str:
+        """A new API token, made with the CLI and the bootstrap admin token."""
+        out = subprocess.run(
+            [str(BUILD / "cli/kforge"), f"--coordinator={self.coordinator.address}",
+             f"--token_file={self.admin_token_file}", "token", "create",
+             f"--principal={principal}", f"--tenant={tenant}", f"--roles={roles}"],
+            capture_output=True, text=True, timeout=60, check=True)
+        return out.stdout.strip()
 
     def _add(self, binary: str, flags: List[str], name: str, **kwargs) -> Service:
         service = Service(binary, flags, self.dir, name, **kwargs)

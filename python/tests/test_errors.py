@@ -44,7 +44,7 @@ def test_a_full_queue_is_resource_exhausted(postgres):
     small = Stack(postgres, "sdk_small_queue", worker_gpu_types=(),
                   coordinator_flags=["--max_queue_depth=2"])
     try:
-        with kforge.Client(small.address, timeout=30) as c:
+        with kforge.Client(small.address, timeout=30, token=small.token) as c:
             task = c.submit_task(TINY_TASKS / "tiny_relu.py")
             source = candidate_path("tiny_relu", "correct").read_text()
             with pytest.raises(kforge.ResourceExhaustedError,

@@ -1,0 +1,232 @@
+// Who may talk to the coordinator (docs/security.md), against real processes: a worker without
+// credentials is refused, a revoked one is cut off mid-stream and its leases requeue, a
+// researcher cannot cancel another's job, a trainer cannot submit jobs, tokens are created,
+// listed and revoked with the CLI and stored only as hashes, and every stored evaluation names
+// the worker identity that produced it.
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "common/base/sha256.h"
+#include "common/base/subprocess.h"
+#include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "tests/cluster.h"
+#include "tests/pg_harness.h"
+#include "tests/rogue_worker.h"
+
+namespace kforge {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+::testing::Environment* const kPgEnvironment =
+    ::testing::AddGlobalTestEnvironment(new PgTestEnvironment());
+
+void SetDeadline(grpc::ClientContext& ctx, int seconds = 20) {
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(seconds));
+}
+
+// Queues `candidate` for `gpu_type` and leaves the stream open (the context keeps it).
+std::unique_ptr<grpc::ClientReader<v1::EvaluationRecord>> Queue(
+    v1::JobService::Stub& stub, grpc::ClientContext& ctx, const std::string& task,
+    const std::string& candidate, const std::string& gpu_type) {
+  v1::EvaluateBatchRequest req;
+  req.set_task_id(task);
+  req.add_candidates()->set_source(ReadSourceFile(candidate));
+  req.add_gpu_types(gpu_type);
+  SetDeadline(ctx, 120);
+  auto reader = stub.EvaluateBatch(&ctx, req);
+  reader->WaitForInitialMetadata();
+  return reader;
+}
+
+TEST(SecurityTest, AWorkerWithoutCredentialsOrTheWorkerRoleIsRefused) {
+  Cluster cluster("sec_rogue");
+  RogueWorker anonymous(cluster.coordinator()->grpc_address(), "cpu", "");
+  EXPECT_EQ(anonymous.registered().error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_THAT(anonymous.registered().error_message(), StartsWith("no credentials"));
+  anonymous.set_worker_id("00000000-0000-0000-0000-000000000000");
+  ASSERT_TRUE(anonymous.Connect());
+  grpc::Status s = anonymous.Finish();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << s.error_message();
+
+  std::string researcher = cluster.CreateToken("alice", "lab", {"researcher"}).token();
+  RogueWorker impostor(cluster.coordinator()->grpc_address(), "cpu", researcher);
+  EXPECT_EQ(impostor.registered().error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(impostor.registered().error_message(),
+            "alice (roles: researcher) may not register as a worker: it needs the worker role");
+
+  // A worker token cannot take over another identity's registration.
+  RogueWorker legit(cluster.coordinator()->grpc_address(), "cpu", cluster.worker_token());
+  ASSERT_TRUE(legit.registered().ok()) << legit.registered().error_message();
+  std::string other = cluster.CreateToken("other-node", "default", {"worker"}).token();
+  RogueWorker thief(cluster.coordinator()->grpc_address(), "cpu", other);
+  thief.set_worker_id(legit.worker_id());
+  ASSERT_TRUE(thief.Connect());
+  s = thief.Finish();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(s.error_message(), HasSubstr("registered with another identity"));
+  EXPECT_EQ(cluster.Query("SELECT count(*) FROM workers").Get(0, 0), "2");  // legit and thief
+}
+
+TEST(SecurityTest, ARevokedWorkerIsCutOffMidStreamAndItsLeasesRequeue) {
+  Cluster cluster("sec_revoked");
+  v1::CreateTokenResponse node = cluster.CreateToken("node-7", "default", {"worker"});
+  RogueWorker worker(cluster.coordinator()->grpc_address(), "cpu", node.token());
+  ASSERT_TRUE(worker.registered().ok()) << worker.registered().error_message();
+  std::string task = cluster.SubmitTask("examples/tasks/tiny/tiny_relu.py");
+  auto stub = cluster.Stub();
+  grpc::ClientContext batch_ctx;
+  auto batch = Queue(*stub, batch_ctx, task, "examples/candidates/tiny_relu/correct.py", "cpu");
+  ASSERT_TRUE(worker.Connect());
+  std::string lease = worker.TakeLease();
+  ASSERT_FALSE(lease.empty());
+  EXPECT_EQ(cluster.Query("SELECT count(*) FROM leases").Get(0, 0), "1");
+
+  grpc::ClientContext ctx;
+  SetDeadline(ctx);
+  v1::RevokeTokenRequest revoke;
+  revoke.set_token_id(node.info().token_id());
+  v1::RevokeTokenResponse revoked;
+  grpc::Status s = cluster.Admin()->RevokeToken(&ctx, revoke, &revoked);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+
+  ASSERT_TRUE(worker.Heartbeat(lease));
+  s = worker.Finish();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_THAT(s.error_message(), StartsWith("worker credentials no longer valid: API token " +
+                                            node.info().token_id() + " was revoked at "));
+  PgResult rows = cluster.Query(
+      "SELECT (SELECT count(*) FROM leases) || '/' || (SELECT count(*) FROM eval_queue) || '/' || "
+      "(SELECT attempts FROM evaluations) || '/' || (SELECT state FROM evaluations)");
+  EXPECT_EQ(rows.Get(0, 0), "0/1/0/queued");  // back in the queue, the attempt not counted
+
+  RogueWorker again(cluster.coordinator()->grpc_address(), "cpu", node.token());
+  EXPECT_EQ(again.registered().error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  batch_ctx.TryCancel();
+}
+
+TEST(SecurityTest, JobsBelongToTheirPrincipalAndRolesLimitWhatTokensDo) {
+  Cluster cluster("sec_roles");
+  std::string task = cluster.SubmitTask("examples/tasks/tiny/tiny_relu.py");
+  std::string alice = cluster.CreateToken("alice", "lab", {"researcher"}).token();
+  std::string bob = cluster.CreateToken("bob", "lab", {"researcher"}).token();
+  std::string trainer = cluster.CreateToken("rl-trainer", "lab", {"trainer"}).token();
+
+  v1::SubmitJobRequest job = ReluJobRequest(task, 1, 7);
+  job.set_gpu_types(0, "any");
+  auto submit = [&](const std::string& token, v1::SubmitJobResponse* resp) {
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    return cluster.StubWithToken(token)->SubmitJob(&ctx, job, resp);
+  };
+  auto cancel = [&](const std::string& token, const std::string& id) {
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    v1::CancelJobRequest req;
+    req.set_job_id(id);
+    v1::CancelJobResponse resp;
+    return cluster.StubWithToken(token)->CancelJob(&ctx, req, &resp);
+  };
+  v1::SubmitJobResponse a1, a2, none;
+  ASSERT_TRUE(submit(alice, &a1).ok());
+  ASSERT_TRUE(submit(alice, &a2).ok());
+  grpc::Status s = cancel(bob, a1.job_id());
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(s.error_message(), "bob may not cancel job " + a1.job_id() +
+                                   ": it belongs to alice (only its owner or an operator may "
+                                   "cancel it)");
+  EXPECT_TRUE(cancel(alice, a1.job_id()).ok());
+  EXPECT_TRUE(cancel("", a2.job_id()).error_code() == grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_TRUE(cancel(cluster.CreateToken("ops", "default", {"operator"}).token(), a2.job_id()).ok());
+
+  s = submit(trainer, &none);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(s.error_message(),
+            "rl-trainer (roles: trainer) may not submit jobs: it needs the researcher role");
+  grpc::ClientContext batch_ctx;
+  auto batch = Queue(*cluster.StubWithToken(trainer), batch_ctx, task,
+                     "examples/candidates/tiny_relu/correct.py", "any");
+  EXPECT_EQ(cluster.Query("SELECT owner || '/' || tenant FROM batches WHERE job_id IS NULL")
+                .Get(0, 0),
+            "rl-trainer/lab");
+  grpc::ClientContext list_ctx;
+  SetDeadline(list_ctx);
+  v1::ListWorkersResponse workers;
+  s = cluster.StubWithToken(trainer)->ListWorkers(&list_ctx, v1::ListWorkersRequest(), &workers);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(cluster.Query("SELECT string_agg(owner || ':' || state, ',' ORDER BY created_at) "
+                          "FROM jobs")
+                .Get(0, 0),
+            "alice:cancelled,alice:cancelled");
+  batch_ctx.TryCancel();
+}
+
+SubprocessResult Kforge(Cluster& cluster, std::vector<std::string> args,
+                        const std::string& token_env = "") {
+  SpawnOptions o;
+  o.argv = {BuiltBinary("cli/kforge"), "--coordinator=" + cluster.coordinator()->grpc_address()};
+  o.argv.insert(o.argv.end(), args.begin(), args.end());
+  if (!token_env.empty()) o.env = {"KFORGE_TOKEN=" + token_env};
+  o.wall_limit_s = 60;
+  return RunSubprocess(std::move(o));
+}
+
+TEST(SecurityTest, TheCliCreatesListsAndRevokesTokensStoredOnlyAsHashes) {
+  Cluster cluster("sec_cli");
+  const std::string admin = "--token_file=" + cluster.admin_token_file();
+  SubprocessResult created = Kforge(
+      cluster, {admin, "token", "create", "--principal=carol", "--tenant=lab", "--roles=researcher"});
+  ASSERT_EQ(created.exit_code, 0) << created.stderr_data;
+  std::string token = created.stdout_data.substr(0, created.stdout_data.find('\n'));
+  ASSERT_THAT(token, StartsWith("kf_"));
+  EXPECT_EQ(cluster.Query("SELECT count(*) FILTER (WHERE token_hash = '" + token + "') || '/' || "
+                          "count(*) FILTER (WHERE token_hash = '" + Sha256Hex(token) + "') "
+                          "FROM api_tokens")
+                .Get(0, 0),
+            "0/1");
+
+  SubprocessResult denied = Kforge(cluster, {"workers"}, token);
+  EXPECT_EQ(denied.exit_code, 1);
+  EXPECT_EQ(denied.stderr_data,
+            "kforge: permission denied: carol (roles: researcher) may not list workers: it "
+            "needs the operator role\n");
+  SubprocessResult not_admin = Kforge(cluster, {"token", "list"}, token);
+  EXPECT_THAT(not_admin.stderr_data, HasSubstr("may not list tokens: it needs the admin role"));
+
+  SubprocessResult listed = Kforge(cluster, {admin, "token", "list"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.stderr_data;
+  std::string id = cluster.Query("SELECT token_id FROM api_tokens WHERE principal = 'carol'")
+                       .Get(0, 0);
+  EXPECT_THAT(listed.stdout_data, HasSubstr(id));
+  SubprocessResult revoked = Kforge(cluster, {admin, "token", "revoke", id});
+  ASSERT_EQ(revoked.exit_code, 0) << revoked.stderr_data;
+  SubprocessResult after = Kforge(cluster, {"results"}, token);
+  EXPECT_EQ(after.exit_code, 1);
+  EXPECT_THAT(after.stderr_data,
+              StartsWith("kforge: not authenticated: API token " + id + " was revoked at "));
+  SubprocessResult anonymous = Kforge(cluster, {"results"});
+  EXPECT_THAT(anonymous.stderr_data, StartsWith("kforge: not authenticated: no credentials"));
+}
+
+TEST(SecurityTest, EveryStoredEvaluationNamesTheWorkerIdentityThatProducedIt) {
+  Cluster cluster("sec_identity");
+  ASSERT_NE(cluster.StartWorker("cpu"), nullptr);
+  std::string task = cluster.SubmitTask("examples/tasks/tiny/tiny_relu.py");
+  grpc::ClientContext ctx;
+  auto stub = cluster.Stub();
+  auto batch = Queue(*stub, ctx, task, "examples/candidates/tiny_relu/correct.py", "cpu");
+  v1::EvaluationRecord rec;
+  ASSERT_TRUE(batch->Read(&rec));
+  EXPECT_EQ(rec.result().verdict(), v1::VERDICT_OK) << rec.result().reason();
+  EXPECT_EQ(cluster.Query("SELECT t.principal FROM evaluations e "
+                          "JOIN api_tokens t ON t.token_id = e.worker_token_id")
+                .Get(0, 0),
+            "cluster-worker");
+}
+
+}  // namespace
+}  // namespace kforge
