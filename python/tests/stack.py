@@ -185,7 +185,9 @@ class Stack:
                 "coordinator/kforge-coordinator",
                 [f"--database_url={self.database_url}", "--db_pool_size=6",
                  "--lease_timeout_s=5", "--heartbeat_interval_s=0.5",
-                 f"--bootstrap_admin_token_file={self.admin_token_file}", *coordinator_flags],
+                 f"--bootstrap_admin_token_file={self.admin_token_file}",
+                 # The pools the CPU workers stand in for, known before they register.
+                 f"--gpu_pools={','.join(worker_gpu_types) or 'cpu'}", *coordinator_flags],
                 "coordinator", grpc_address=address,
                 env={"KFORGE_GATEWAY_ADDRESS": self.gateway.address})
             # What the tests' clients call with, and what the workers register with.

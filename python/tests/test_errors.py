@@ -53,3 +53,16 @@ def test_a_full_queue_is_resource_exhausted(postgres):
             assert c.query_results(task_id=task) == []
     finally:
         small.stop()
+
+
+def test_credentials_are_checked_with_reasons(stack):
+    """No token, a revoked one, or one without the role: the error says which."""
+    with kforge.Client(stack.address, timeout=30, token="") as anonymous:
+        with pytest.raises(kforge.UnauthenticatedError, match="no credentials"):
+            anonymous.list_workers()
+    trainer = stack.create_token("sdk-trainer", "trainer")
+    with kforge.Client(stack.address, timeout=30, token=trainer) as c:
+        with pytest.raises(kforge.PermissionDeniedError,
+                           match=r"sdk-trainer \(roles: trainer\) may not list workers: it "
+                                 r"needs the operator role"):
+            c.list_workers()
