@@ -8,6 +8,7 @@
 #include "absl/flags/flag.h"
 #include "common/channel.h"
 #include "common/secrets.h"
+#include "common/tls.h"
 #include "grpcpp/grpcpp.h"
 
 ABSL_FLAG(std::string, coordinator, "localhost:50051", "coordinator gRPC address");
@@ -36,6 +37,7 @@ int Fail(const grpc::Status& s) {
 
 std::shared_ptr<grpc::Channel> CoordinatorChannel() {
   ClientCredentials creds;
+  creds.tls = TlsFromFlags();
   if (const std::string file = absl::GetFlag(FLAGS_token_file); !file.empty()) {
     auto token = ReadSecretFile(file);
     if (!token.ok()) {

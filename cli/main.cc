@@ -19,7 +19,9 @@
 #include "absl/flags/flag.h"
 #include "grpcpp/grpcpp.h"
 #include "cli/cli_common.h"
+#include "common/channel.h"
 #include "common/config.h"
+#include "common/tls.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "kforge/v1/jobs.grpc.pb.h"
 
@@ -57,7 +59,7 @@ const char kUsage[] =
 
 int Health(const std::string& address) {
   auto stub = grpc::health::v1::Health::NewStub(
-      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+      MakeChannel(address, {"", TlsFromFlags()}));
   grpc::ClientContext ctx;
   SetDeadline(ctx);
   grpc::health::v1::HealthCheckRequest req;

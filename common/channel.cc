@@ -40,7 +40,7 @@ class BearerFactory final : public grpc::experimental::ClientInterceptorFactoryI
 
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
                                            const ClientCredentials& credentials) {
-  std::shared_ptr<grpc::ChannelCredentials> channel_creds = grpc::InsecureChannelCredentials();
+  std::shared_ptr<grpc::ChannelCredentials> channel_creds = ChannelCredentialsFor(credentials.tls);
   if (credentials.token.empty()) return grpc::CreateChannel(address, channel_creds);
   std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> factories;
   factories.push_back(std::make_unique<BearerFactory>(credentials.token));

@@ -1,7 +1,7 @@
 // Client channels of kforge's binaries (CLI, worker, coordinator to gateway): one place that
-// decides how a client proves who it is. A bearer token, when given, is attached to every call
-// as `authorization: Bearer <token>` by a client interceptor (so streams and unary calls alike
-// carry it).
+// decides how a client verifies the server (TLS, common/tls.h) and proves who it is. A bearer
+// token, when given, is attached to every call as `authorization: Bearer <token>` by a client
+// interceptor (so streams and unary calls alike carry it).
 //
 // Thread-safe: the returned channel is gRPC's, shareable between threads.
 #ifndef KFORGE_COMMON_CHANNEL_H_
@@ -10,12 +10,14 @@
 #include <memory>
 #include <string>
 
+#include "common/tls.h"
 #include "grpcpp/channel.h"
 
 namespace kforge {
 
 struct ClientCredentials {
   std::string token;  // API token; empty: none
+  TlsSettings tls;    // how the server is verified (ca_file), or insecure
 };
 
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,

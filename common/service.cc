@@ -49,8 +49,10 @@ void ServiceHost::AddService(grpc::Service* service) { services_.push_back(servi
 absl::Status ServiceHost::Start() {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options_.grpc_address, grpc::InsecureServerCredentials(),
-                           &grpc_port_);
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      ServerCredentialsFor(options_.tls, options_.name);
+  if (!credentials.ok()) return credentials.status();
+  builder.AddListeningPort(options_.grpc_address, *credentials, &grpc_port_);
   builder.SetMaxReceiveMessageSize(options_.max_message_bytes);
   builder.SetMaxSendMessageSize(options_.max_message_bytes);
   for (grpc::Service* s : services_) builder.RegisterService(s);

@@ -11,7 +11,9 @@
 #include "common/config.h"
 #include "common/pg.h"
 #include "common/service.h"
+#include "common/channel.h"
 #include "common/secrets.h"
+#include "common/tls.h"
 #include "coordinator/admin_service.h"
 #include "coordinator/auth.h"
 #include "coordinator/job_runner.h"
@@ -92,7 +94,8 @@ int Run() {
   ServiceHost host({.name = "coordinator",
                     .grpc_address = absl::GetFlag(FLAGS_grpc_address),
                     .metrics_address = absl::GetFlag(FLAGS_metrics_address),
-                    .ready_file = absl::GetFlag(FLAGS_ready_file)});
+                    .ready_file = absl::GetFlag(FLAGS_ready_file),
+                    .tls = TlsFromFlags()});
   JobServiceImpl::Limits limits;
   limits.max_queue_depth = absl::GetFlag(FLAGS_max_queue_depth);
   limits.gpu_pools = absl::GetFlag(FLAGS_gpu_pools);
@@ -142,8 +145,7 @@ int Run() {
   runner_options.max_queue_depth = limits.max_queue_depth;
   runner_options.metrics = &host.metrics().registry();
   JobRunner runner(pool, job_store, queue, notifier,
-                   grpc::CreateChannel(absl::GetFlag(FLAGS_gateway_address),
-                                       grpc::InsecureChannelCredentials()),
+                   MakeChannel(absl::GetFlag(FLAGS_gateway_address), {"", TlsFromFlags()}),
                    runner_options);
   runner.Start();
   int sig = WaitForTerminationSignal();

@@ -53,6 +53,7 @@ std::string SiblingBinary(const char* name) {
 int Run() {
   WorkerOptions options;
   options.coordinator = absl::GetFlag(FLAGS_coordinator);
+  options.tls = TlsFromFlags();
   if (const std::string file = absl::GetFlag(FLAGS_token_file); !file.empty()) {
     auto token = ReadSecretFile(file);
     if (!token.ok()) {
@@ -123,7 +124,8 @@ int Run() {
   ServiceHost host({.name = "worker",
                     .grpc_address = absl::GetFlag(FLAGS_grpc_address),
                     .metrics_address = absl::GetFlag(FLAGS_metrics_address),
-                    .ready_file = absl::GetFlag(FLAGS_ready_file)});
+                    .ready_file = absl::GetFlag(FLAGS_ready_file),
+                    .tls = TlsFromFlags()});
   if (absl::Status s = host.Start(); !s.ok()) {
     LogError("cannot start", {{"error", std::string(s.message())}});
     return 1;

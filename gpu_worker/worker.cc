@@ -200,7 +200,7 @@ void Worker::Run(const std::atomic<bool>& stop) {
       if (value > 0) stages.Add({{"stage", name}}, stage_buckets).Observe(value);
     }
   };
-  auto channel = MakeChannel(options_.coordinator, {options_.token});
+  auto channel = MakeChannel(options_.coordinator, {options_.token, options_.tls});
   auto stub = v1::WorkerService::NewStub(channel);
   Shared shared;
   absl::Mutex session_mu;

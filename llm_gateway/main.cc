@@ -140,7 +140,8 @@ int Run() {
   ServiceHost host({.name = "gateway",
                     .grpc_address = absl::GetFlag(FLAGS_grpc_address),
                     .metrics_address = absl::GetFlag(FLAGS_metrics_address),
-                    .ready_file = absl::GetFlag(FLAGS_ready_file)});
+                    .ready_file = absl::GetFlag(FLAGS_ready_file),
+                    .tls = TlsFromFlags()});
   gateway::CallAccounting accounting(call_log.get(), std::move(prices), host.metrics().registry());
   gateway::CurlTransport transport;
   gateway::ProviderClient openai(

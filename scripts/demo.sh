@@ -84,6 +84,25 @@ mkdir -p "$SECRETS"
 chmod 700 "$SECRETS"
 [[ -s $SECRETS/admin.token ]] ||
   (umask 077; echo "kf_$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$SECRETS/admin.token")
+# TLS on every gRPC hop: a CA of the demo's own and a certificate for 127.0.0.1 signed by it,
+# made once. Every process the demo starts reads them from KFORGE_TLS_* (flags
+# --tls_cert_file, --tls_key_file, --tls_ca_file).
+if [[ ! -s $SECRETS/server.pem ]]; then
+  (
+    umask 077
+    cd "$SECRETS"
+    EC=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
+    openssl req -x509 "${EC[@]}" -keyout ca.key -out ca.pem -days 365 -subj "/CN=kforge demo CA" \
+      -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign \
+      2>/dev/null
+    openssl req "${EC[@]}" -keyout server.key -out server.csr -subj /CN=localhost 2>/dev/null
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n' >server.ext
+    openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem \
+      -days 365 -extfile server.ext 2>/dev/null
+  )
+fi
+export KFORGE_TLS_CERT_FILE=$SECRETS/server.pem KFORGE_TLS_KEY_FILE=$SECRETS/server.key
+export KFORGE_TLS_CA_FILE=$SECRETS/ca.pem
 start coordinator "$BIN/coordinator/kforge-coordinator" --database_url="$DB_URL" \
   --grpc_address=127.0.0.1:0 --metrics_address=127.0.0.1:0 \
   --gateway_address="127.0.0.1:$GW_PORT" --bootstrap_admin_token_file="$SECRETS/admin.token"

@@ -19,6 +19,10 @@
 #                     FLAGS; falls back to --sandbox_user= when nobody cannot run kforge-eval
 # As root, PostgreSQL and the sandbox's children run as nobody (as_user).
 
+# The GPU machine is a closed single-user box and every service runs on its loopback: plaintext
+# gRPC (every kforge binary reads KFORGE_INSECURE as --insecure, and warns).
+export KFORGE_INSECURE=true
+
 WORK=${WORK:-/tmp/kforge-cluster}
 BUNDLE=${BUNDLE:-$PWD/.gpu-carry/cluster/kforge-cluster.tar.xz}
 PY=${PYTHON:-$(command -v python3)}

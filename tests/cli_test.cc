@@ -13,6 +13,7 @@
 #include "tests/loopback.h"
 #include "tests/pg_harness.h"
 #include "tests/service_process.h"
+#include "tests/test_pki.h"
 #include "tests/test_tokens.h"
 
 namespace kforge {
@@ -75,7 +76,8 @@ class CliTest : public ::testing::Test {
     SpawnOptions o;
     o.argv = {BuiltBinary("cli/kforge")};
     o.argv.insert(o.argv.end(), args.begin(), args.end());
-    o.env = {"KFORGE_TOKEN=" + user_token_};  // a researcher and operator
+    // A researcher and operator, verifying the coordinator against the test CA.
+    o.env = {"KFORGE_TOKEN=" + user_token_, "KFORGE_TLS_CA_FILE=" + TestPki::Shared().ca_file};
     o.wall_limit_s = 60;
     SubprocessResult r = RunSubprocess(std::move(o));
     EXPECT_TRUE(r.started) << r.error;

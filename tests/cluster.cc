@@ -9,6 +9,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/loopback.h"
+#include "tests/test_pki.h"
 #include "tests/pg_harness.h"
 #include "tests/source_file.h"
 
@@ -88,15 +89,16 @@ ServiceProcess* Cluster::StartWorkerAt(const std::string& coordinator,
 }
 
 std::unique_ptr<v1::JobService::Stub> Cluster::Stub(size_t i) {
-  return v1::JobService::NewStub(MakeChannel(addresses_[i], {tester_token_}));
+  return v1::JobService::NewStub(MakeChannel(addresses_[i], {tester_token_, TestPki::Shared().Client()}));
 }
 
 std::unique_ptr<v1::JobService::Stub> Cluster::StubWithToken(const std::string& token) {
-  return v1::JobService::NewStub(MakeChannel(addresses_[0], {token}));
+  return v1::JobService::NewStub(MakeChannel(addresses_[0], {token, TestPki::Shared().Client()}));
 }
 
 std::unique_ptr<v1::AdminService::Stub> Cluster::Admin() {
-  return v1::AdminService::NewStub(MakeChannel(addresses_[0], {tokens_.admin()}));
+  return v1::AdminService::NewStub(
+      MakeChannel(addresses_[0], {tokens_.admin(), TestPki::Shared().Client()}));
 }
 
 v1::CreateTokenResponse Cluster::CreateToken(const std::string& principal,

@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/pg.h"
+#include "common/channel.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -29,6 +30,7 @@
 #include "tests/loopback.h"
 #include "tests/pg_harness.h"
 #include "tests/service_process.h"
+#include "tests/test_pki.h"
 #include "tests/source_file.h"
 
 namespace kforge::gateway {
@@ -555,7 +557,7 @@ std::unique_ptr<ServiceProcess> StartGateway(std::vector<std::string> flags) {
 
 std::unique_ptr<v1::GatewayService::Stub> Stub(const ServiceProcess& gateway) {
   return v1::GatewayService::NewStub(
-      grpc::CreateChannel(gateway.grpc_address(), grpc::InsecureChannelCredentials()));
+      MakeChannel(gateway.grpc_address(), {"", TestPki::Shared().Client()}));
 }
 
 TEST(GatewayBinary, AnswersOfflineGenerateAndProposeIdeasOverGrpc) {

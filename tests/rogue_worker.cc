@@ -4,6 +4,7 @@
 
 #include "common/channel.h"
 #include "gtest/gtest.h"
+#include "tests/test_pki.h"
 
 namespace kforge {
 namespace {
@@ -16,7 +17,7 @@ std::chrono::system_clock::time_point In(int seconds) {
 
 RogueWorker::RogueWorker(const std::string& address, const std::string& gpu_type,
                          const std::string& token)
-    : stub_(v1::WorkerService::NewStub(MakeChannel(address, {token}))) {
+    : stub_(v1::WorkerService::NewStub(MakeChannel(address, {token, TestPki::Shared().Client()}))) {
   grpc::ClientContext ctx;
   ctx.set_deadline(In(20));
   v1::RegisterRequest req;

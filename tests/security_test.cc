@@ -4,17 +4,21 @@
 // listed and revoked with the CLI and stored only as hashes, and every stored evaluation names
 // the worker identity that produced it.
 #include <chrono>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "common/base/sha256.h"
 #include "common/base/subprocess.h"
+#include "common/channel.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/cluster.h"
 #include "tests/pg_harness.h"
 #include "tests/rogue_worker.h"
+#include "tests/test_pki.h"
 
 namespace kforge {
 namespace {
@@ -170,7 +174,8 @@ SubprocessResult Kforge(Cluster& cluster, std::vector<std::string> args,
   SpawnOptions o;
   o.argv = {BuiltBinary("cli/kforge"), "--coordinator=" + cluster.coordinator()->grpc_address()};
   o.argv.insert(o.argv.end(), args.begin(), args.end());
-  if (!token_env.empty()) o.env = {"KFORGE_TOKEN=" + token_env};
+  o.env = {"KFORGE_TLS_CA_FILE=" + TestPki::Shared().ca_file};
+  if (!token_env.empty()) o.env.push_back("KFORGE_TOKEN=" + token_env);
   o.wall_limit_s = 60;
   return RunSubprocess(std::move(o));
 }
@@ -226,6 +231,73 @@ TEST(SecurityTest, EveryStoredEvaluationNamesTheWorkerIdentityThatProducedIt) {
                           "JOIN api_tokens t ON t.token_id = e.worker_token_id")
                 .Get(0, 0),
             "cluster-worker");
+}
+
+// grpc.health.v1 of `address` through a client verifying against `ca_file` ("" with
+// `insecure`): "SERVING", or the call's error.
+std::string HealthWith(const std::string& address, const std::string& ca_file, bool insecure) {
+  TlsSettings tls;
+  tls.ca_file = ca_file;
+  tls.insecure = insecure;
+  auto stub = grpc::health::v1::Health::NewStub(MakeChannel(address, {"", tls}));
+  grpc::ClientContext ctx;
+  SetDeadline(ctx, 5);
+  grpc::health::v1::HealthCheckResponse resp;
+  grpc::Status s = stub->Check(&ctx, grpc::health::v1::HealthCheckRequest(), &resp);
+  return s.ok() ? "SERVING" : "error: " + s.error_message();
+}
+
+void CopyFile(const std::string& from, const std::string& to) {
+  std::filesystem::copy_file(from, to + ".new", std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::rename(to + ".new", to);
+}
+
+TEST(SecurityTest, TlsIsRequiredUnlessAskedForAndCertificatesReloadWithoutARestart) {
+  auto url = PgTestEnvironment::server().CreateDatabase("sec_tls");
+  ASSERT_TRUE(url.ok()) << url.status();
+  // Without a certificate and without --insecure the coordinator does not start.
+  SpawnOptions o;
+  o.argv = {BuiltBinary("coordinator/kforge-coordinator"), "--database_url=" + *url,
+            "--grpc_address=127.0.0.1:0", "--metrics_address=127.0.0.1:0"};
+  o.wall_limit_s = 60;
+  SubprocessResult refused = RunSubprocess(std::move(o));
+  EXPECT_EQ(refused.exit_code, 1) << refused.Describe();
+  EXPECT_THAT(refused.stderr_data,
+              HasSubstr("TLS needs --tls_cert_file and --tls_key_file (or --insecure"));
+
+  TempDir dir;
+  auto first = TestPki::Create(dir.path(), "first");
+  auto second = TestPki::Create(dir.path(), "second");
+  ASSERT_TRUE(first.ok() && second.ok()) << first.status() << second.status();
+  const std::string cert = dir.path() + "/serving.pem", key = dir.path() + "/serving.key";
+  CopyFile(first->cert_file, cert);
+  CopyFile(first->key_file, key);
+  auto coordinator = ServiceProcess::Start(
+      BuiltBinary("coordinator/kforge-coordinator"),
+      {"--database_url=" + *url, "--tls_cert_file=" + cert, "--tls_key_file=" + key,
+       "--tls_reload_s=1"});
+  ASSERT_TRUE(coordinator.ok()) << coordinator.status();
+  const std::string address = (*coordinator)->grpc_address();
+  EXPECT_EQ(HealthWith(address, first->ca_file, false), "SERVING");
+  EXPECT_THAT(HealthWith(address, second->ca_file, false), StartsWith("error: "));
+  EXPECT_THAT(HealthWith(address, "", /*insecure=*/true), StartsWith("error: "));
+
+  // Rotated in place: the running coordinator serves the new certificate.
+  CopyFile(second->key_file, key);
+  CopyFile(second->cert_file, cert);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (HealthWith(address, second->ca_file, false) != "SERVING" &&
+         std::chrono::steady_clock::now() < deadline) {
+  }
+  EXPECT_EQ(HealthWith(address, second->ca_file, false), "SERVING");
+  EXPECT_THAT(HealthWith(address, first->ca_file, false), StartsWith("error: "));
+
+  // Plaintext only when asked for, with a warning.
+  auto plain = ServiceProcess::Start(BuiltBinary("coordinator/kforge-coordinator"),
+                                     {"--database_url=" + *url, "--insecure"});
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(HealthWith((*plain)->grpc_address(), "", /*insecure=*/true), "SERVING");
+  EXPECT_THAT((*plain)->log(), HasSubstr("serving gRPC in plaintext (--insecure)"));
 }
 
 }  // namespace

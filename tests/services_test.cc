@@ -20,6 +20,7 @@
 #include "tests/loopback.h"
 #include "tests/pg_harness.h"
 #include "tests/service_process.h"
+#include "tests/test_pki.h"
 #include "tests/test_tokens.h"
 
 namespace kforge {
@@ -83,7 +84,8 @@ std::unique_ptr<v1::JobService::Stub> JobStub(const ServiceProcess& coordinator)
   std::string token =
       Tokens().Create(coordinator.grpc_address(), "tester", "default", {"researcher", "operator"})
           .token();
-  return v1::JobService::NewStub(MakeChannel(coordinator.grpc_address(), {token}));
+  return v1::JobService::NewStub(
+      MakeChannel(coordinator.grpc_address(), {token, TestPki::Shared().Client()}));
 }
 
 // --token_file of a worker token.

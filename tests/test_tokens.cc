@@ -6,6 +6,7 @@
 #include "common/channel.h"
 #include "common/secrets.h"
 #include "gtest/gtest.h"
+#include "tests/test_pki.h"
 
 namespace kforge {
 
@@ -23,7 +24,8 @@ v1::CreateTokenResponse TestTokens::Create(const std::string& address,
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
   grpc::Status s =
-      v1::AdminService::NewStub(MakeChannel(address, {admin_}))->CreateToken(&ctx, req, &resp);
+      v1::AdminService::NewStub(MakeChannel(address, {admin_, TestPki::Shared().Client()}))
+          ->CreateToken(&ctx, req, &resp);
   EXPECT_TRUE(s.ok()) << s.error_message();
   return resp;
 }

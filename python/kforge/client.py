@@ -105,10 +105,21 @@ def speedup_reward(evaluation: Evaluation) -> float:
 class Client:
     def __init__(self, address: str = "localhost:50051", *, timeout: float = 10.0,
                  credentials: Optional[grpc.ChannelCredentials] = None,
-                 options: Sequence = (), token: Optional[str] = None):
+                 options: Sequence = (), token: Optional[str] = None,
+                 tls_ca_file: Optional[str] = None, insecure: Optional[bool] = None):
+        """TLS by default: the server is verified against `tls_ca_file` (else the file
+        $KFORGE_TLS_CA_FILE names, else the system's roots); `insecure=True` (or
+        KFORGE_INSECURE=true) talks plaintext; `credentials` overrides both. The API token is
+        `token`, else $KFORGE_TOKEN, else the content of $KFORGE_TOKEN_FILE."""
         self.address = address
         self.timeout = timeout
         channel_options = list(_DEFAULT_CHANNEL_OPTIONS) + list(options)
+        if insecure is None:
+            insecure = os.environ.get("KFORGE_INSECURE", "").lower() in ("1", "true", "yes")
+        if credentials is None and not insecure:
+            ca_file = tls_ca_file or os.environ.get("KFORGE_TLS_CA_FILE")
+            roots = Path(ca_file).read_bytes() if ca_file else None
+            credentials = grpc.ssl_channel_credentials(root_certificates=roots)
         if credentials is not None:
             self._channel = grpc.secure_channel(address, credentials, channel_options)
         else:

@@ -44,6 +44,27 @@ def _service_env(extra: dict) -> dict:
     return env
 
 
+def make_pki(directory: Path) -> dict:
+    """A test CA and a server certificate for 127.0.0.1 and localhost signed by it (openssl);
+    the paths by role: ca, cert, key."""
+    ca_key, ca = directory / "ca.key", directory / "ca.pem"
+    key, csr, cert = directory / "server.key", directory / "server.csr", directory / "server.pem"
+    ext = directory / "server.ext"
+    ext.write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n"
+                   "extendedKeyUsage=serverAuth\n")
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    for args in (["req", "-x509", *ec, "-keyout", ca_key, "-out", ca, "-days", "2",
+                  "-subj", "/CN=kforge sdk test CA",
+                  "-addext", "basicConstraints=critical,CA:TRUE",
+                  "-addext", "keyUsage=critical,keyCertSign,cRLSign"],
+                 ["req", *ec, "-keyout", key, "-out", csr, "-subj", "/CN=localhost"],
+                 ["x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial",
+                  "-out", cert, "-days", "2", "-extfile", ext]):
+        subprocess.run(["openssl", *map(str, args)], check=True, capture_output=True,
+                       timeout=60)
+    return {"ca": str(ca), "cert": str(cert), "key": str(key)}
+
+
 class Postgres:
     """A throw-away PostgreSQL server; as root it runs as the 'postgres' (or 'nobody') user,
     since initdb and postgres refuse root."""
@@ -178,6 +199,8 @@ class Stack:
         self.services: List[Service] = []
         try:
             self.database_url = pg.create_database(database)
+            self.pki = make_pki(self.dir)
+            self.ca_file = self.pki["ca"]
             self.gateway = self._add("llm_gateway/kforge-gateway", [], "gateway")
             address = f"127.0.0.1:{free_port()}" if fixed_port else "127.0.0.1:0"
             self.admin_token_file = self._secret("admin.token", "kf_" + os.urandom(32).hex())
@@ -219,13 +242,16 @@ class Stack:
         """A new API token, made with the CLI and the bootstrap admin token."""
         out = subprocess.run(
             [str(BUILD / "cli/kforge"), f"--coordinator={self.coordinator.address}",
-             f"--token_file={self.admin_token_file}", "token", "create",
+             f"--token_file={self.admin_token_file}", f"--tls_ca_file={self.ca_file}",
+             "token", "create",
              f"--principal={principal}", f"--tenant={tenant}", f"--roles={roles}"],
             capture_output=True, text=True, timeout=60, check=True)
         return out.stdout.strip()
 
     def _add(self, binary: str, flags: List[str], name: str, **kwargs) -> Service:
-        service = Service(binary, flags, self.dir, name, **kwargs)
+        tls = [f"--tls_cert_file={self.pki['cert']}", f"--tls_key_file={self.pki['key']}",
+               f"--tls_ca_file={self.pki['ca']}"]
+        service = Service(binary, tls + flags, self.dir, name, **kwargs)
         self.services.append(service)
         return service
 

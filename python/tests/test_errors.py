@@ -44,7 +44,8 @@ def test_a_full_queue_is_resource_exhausted(postgres):
     small = Stack(postgres, "sdk_small_queue", worker_gpu_types=(),
                   coordinator_flags=["--max_queue_depth=2"])
     try:
-        with kforge.Client(small.address, timeout=30, token=small.token) as c:
+        with kforge.Client(small.address, timeout=30, token=small.token,
+                           tls_ca_file=small.ca_file) as c:
             task = c.submit_task(TINY_TASKS / "tiny_relu.py")
             source = candidate_path("tiny_relu", "correct").read_text()
             with pytest.raises(kforge.ResourceExhaustedError,
@@ -57,11 +58,13 @@ def test_a_full_queue_is_resource_exhausted(postgres):
 
 def test_credentials_are_checked_with_reasons(stack):
     """No token, a revoked one, or one without the role: the error says which."""
-    with kforge.Client(stack.address, timeout=30, token="") as anonymous:
+    with kforge.Client(stack.address, timeout=30, token="",
+                       tls_ca_file=stack.ca_file) as anonymous:
         with pytest.raises(kforge.UnauthenticatedError, match="no credentials"):
             anonymous.list_workers()
     trainer = stack.create_token("sdk-trainer", "trainer")
-    with kforge.Client(stack.address, timeout=30, token=trainer) as c:
+    with kforge.Client(stack.address, timeout=30, token=trainer,
+                       tls_ca_file=stack.ca_file) as c:
         with pytest.raises(kforge.PermissionDeniedError,
                            match=r"sdk-trainer \(roles: trainer\) may not list workers: it "
                                  r"needs the operator role"):
