@@ -50,6 +50,7 @@ int Best();
 int ExportRollouts(const std::vector<std::string>& args);
 // kforge token create|revoke|list (tokens.cc)
 int TokenCommand(const std::vector<std::string>& args);
+int AuditCommand();
 
 }  // namespace kforge::cli
 

@@ -9,6 +9,7 @@
 //   kforge best --task ID | --job ID                best candidates per GPU type
 //   kforge export rollouts JOB [--out FILE]         (prompt, completion, reward) as JSONL
 //   kforge token create|revoke|list                 API tokens (admin role)
+//   kforge audit [--principal P] [--action A]       the audit trail (operator or admin)
 //
 // Exit codes: 0 success, 1 the server answered with an error, 2 bad usage or input,
 // 3 the server could not be reached.
@@ -54,6 +55,7 @@ const char kUsage[] =
     "  kforge export rollouts JOB_ID [--out FILE.jsonl]\n"
     "  kforge token create --principal NAME [--tenant T] --roles R[,R] [--ttl_s S]\n"
     "  kforge token revoke TOKEN_ID | kforge token list\n"
+    "  kforge audit [--principal P] [--action A] [--limit N]\n"
     "Calls carry the API token of --token_file FILE (or $KFORGE_TOKEN).\n"
     "Flags may also come from the environment (KFORGE_COORDINATOR, ...).";
 
@@ -210,6 +212,7 @@ int Main(const std::vector<std::string>& args) {
   if (cmd == "results" && args.size() == 2) return Results();
   if (cmd == "job") return JobCommand({args.begin() + 2, args.end()});
   if (cmd == "token") return TokenCommand({args.begin() + 2, args.end()});
+  if (cmd == "audit" && args.size() == 2) return AuditCommand();
   if (cmd == "best" && args.size() == 2) return Best();
   if (cmd == "export" && args.size() >= 3 && args[2] == "rollouts") {
     return ExportRollouts({args.begin() + 3, args.end()});

@@ -1,6 +1,8 @@
-// kforge token create|revoke|list: API tokens through kforge.v1.AdminService (admin role).
+// kforge token create|revoke|list: API tokens through kforge.v1.AdminService (admin role);
+// kforge audit: the audit trail (operator or admin).
 #include <cstdio>
 
+#include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
 #include "cli/cli_common.h"
 #include "kforge/v1/admin.grpc.pb.h"
@@ -10,6 +12,8 @@ ABSL_FLAG(std::string, tenant, "", "token create: the principal's tenant (defaul
 ABSL_FLAG(std::string, roles, "",
           "token create: comma-separated roles (researcher, trainer, operator, admin, worker)");
 ABSL_FLAG(double, ttl_s, 0, "token create: lifetime in seconds (0: until revoked)");
+ABSL_FLAG(std::string, action, "", "audit: only this action (submit_job, cancel_job, ...)");
+ABSL_DECLARE_FLAG(int, limit);
 
 namespace kforge::cli {
 namespace {
@@ -71,6 +75,27 @@ int List() {
 }
 
 }  // namespace
+
+int AuditCommand() {
+  v1::QueryAuditRequest req;
+  req.set_principal(absl::GetFlag(FLAGS_principal));
+  req.set_action(absl::GetFlag(FLAGS_action));
+  if (!NotNegative("limit", absl::GetFlag(FLAGS_limit))) return kExitUsage;
+  req.set_limit(static_cast<uint32_t>(absl::GetFlag(FLAGS_limit)));
+  grpc::ClientContext ctx;
+  SetDeadline(ctx);
+  v1::QueryAuditResponse resp;
+  grpc::Status s = AdminStub()->QueryAudit(&ctx, req, &resp);
+  if (!s.ok()) return Fail(s);
+  std::printf("%-24s %-20s %-10s %-16s %-36s %s\n", "AT", "PRINCIPAL", "TENANT", "ACTION",
+              "TARGET", "DETAIL");
+  for (const v1::AuditRecord& r : resp.records()) {
+    std::printf("%-24s %-20s %-10s %-16s %-36s %s\n", r.at().c_str(), r.principal().c_str(),
+                r.tenant().c_str(), r.action().c_str(), r.target().c_str(),
+                r.detail_json().c_str());
+  }
+  return 0;
+}
 
 int TokenCommand(const std::vector<std::string>& args) {
   if (args.size() == 1 && args[0] == "create") return Create();

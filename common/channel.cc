@@ -41,11 +41,16 @@ class BearerFactory final : public grpc::experimental::ClientInterceptorFactoryI
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
                                            const ClientCredentials& credentials) {
   std::shared_ptr<grpc::ChannelCredentials> channel_creds = ChannelCredentialsFor(credentials.tls);
-  if (credentials.token.empty()) return grpc::CreateChannel(address, channel_creds);
+  grpc::ChannelArguments args;
+  if (!credentials.tls.server_name.empty()) {
+    args.SetSslTargetNameOverride(credentials.tls.server_name);
+  }
   std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> factories;
-  factories.push_back(std::make_unique<BearerFactory>(credentials.token));
-  return grpc::experimental::CreateCustomChannelWithInterceptors(
-      address, channel_creds, grpc::ChannelArguments(), std::move(factories));
+  if (!credentials.token.empty()) {
+    factories.push_back(std::make_unique<BearerFactory>(credentials.token));
+  }
+  return grpc::experimental::CreateCustomChannelWithInterceptors(address, channel_creds, args,
+                                                                 std::move(factories));
 }
 
 }  // namespace kforge

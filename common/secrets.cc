@@ -18,6 +18,12 @@ absl::StatusOr<std::string> ReadSecretFile(const std::string& path) {
   return secret;
 }
 
+absl::StatusOr<std::string> SecretFromValueOrFile(const std::string& value,
+                                                  const std::string& file) {
+  if (file.empty()) return value;
+  return ReadSecretFile(file);
+}
+
 absl::StatusOr<std::string> NewToken() {
   std::ifstream urandom("/dev/urandom", std::ios::binary);
   unsigned char bytes[32];

@@ -15,6 +15,11 @@ namespace kforge {
 // INVALID_ARGUMENT when it is empty. The content never appears in a message.
 absl::StatusOr<std::string> ReadSecretFile(const std::string& path);
 
+// A secret given directly (`value`, from a flag or KFORGE_* variable) or as a file: the
+// file's content when `file` is set, else `value`.
+absl::StatusOr<std::string> SecretFromValueOrFile(const std::string& value,
+                                                  const std::string& file);
+
 // A fresh API token: "kf_" and 64 hex digits (256 bits from /dev/urandom).
 absl::StatusOr<std::string> NewToken();
 

@@ -15,6 +15,9 @@ ABSL_FLAG(std::string, tls_key_file, "", "PEM private key of --tls_cert_file");
 ABSL_FLAG(std::string, tls_ca_file, "",
           "PEM CA bundle that the servers this process calls are verified against (empty: the "
           "system's roots)");
+ABSL_FLAG(std::string, tls_server_name, "",
+          "the name servers' certificates must carry when it is not the called address's host "
+          "(e.g. with a list of addresses, ipv4:A,B)");
 ABSL_FLAG(int32_t, tls_reload_s, 10, "how often the TLS files are re-read (rotation)");
 ABSL_FLAG(bool, insecure, false,
           "plaintext gRPC, serving and calling (no TLS): only on a trusted loopback; logged as "
@@ -35,6 +38,7 @@ TlsSettings TlsFromFlags() {
   t.cert_file = absl::GetFlag(FLAGS_tls_cert_file);
   t.key_file = absl::GetFlag(FLAGS_tls_key_file);
   t.ca_file = absl::GetFlag(FLAGS_tls_ca_file);
+  t.server_name = absl::GetFlag(FLAGS_tls_server_name);
   t.reload_s = static_cast<unsigned>(std::max(1, absl::GetFlag(FLAGS_tls_reload_s)));
   t.insecure = absl::GetFlag(FLAGS_insecure);
   return t;

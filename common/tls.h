@@ -8,6 +8,8 @@
 //                                    presents to its clients
 //   --tls_ca_file                    the CA bundle a client verifies the servers it calls
 //                                    with (empty: the system's roots)
+//   --tls_server_name                the name the servers' certificates must carry when it is
+//                                    not the address's host (a list of addresses)
 //   --tls_reload_s                   how often the files are re-read
 //   --insecure                       plaintext, both serving and calling
 //
@@ -26,6 +28,7 @@ namespace kforge {
 
 struct TlsSettings {
   std::string cert_file, key_file, ca_file;
+  std::string server_name;  // empty: the host of the address called
   unsigned reload_s = 10;
   bool insecure = false;
 };

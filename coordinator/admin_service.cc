@@ -38,6 +38,8 @@ grpc::Status AdminServiceImpl::CreateToken(grpc::ServerContext* ctx,
   if (!record.ok()) return ToGrpcStatus(record.status());
   resp->set_token(*token);
   ToInfo(*record, resp->mutable_info());
+  Audit(audit_, *admin, "create_token", record->token_id,
+        {{"principal", record->principal}, {"tenant", record->tenant}, {"roles", record->roles}});
   LogInfo("token created", {{"token_id", record->token_id},
                             {"principal", record->principal},
                             {"tenant", record->tenant},
@@ -57,6 +59,7 @@ grpc::Status AdminServiceImpl::RevokeToken(grpc::ServerContext* ctx,
     return grpc::Status(grpc::StatusCode::NOT_FOUND,
                         "no valid token " + req->token_id() + " (unknown or already revoked)");
   }
+  Audit(audit_, *admin, "revoke_token", req->token_id());
   LogInfo("token revoked", {{"token_id", req->token_id()}, {"by", admin->name}});
   return grpc::Status::OK;
 }
@@ -68,6 +71,31 @@ grpc::Status AdminServiceImpl::ListTokens(grpc::ServerContext* ctx, const v1::Li
   auto all = tokens_.List();
   if (!all.ok()) return ToGrpcStatus(all.status());
   for (const TokenRecord& t : *all) ToInfo(t, resp->add_tokens());
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminServiceImpl::QueryAudit(grpc::ServerContext* ctx,
+                                          const v1::QueryAuditRequest* req,
+                                          v1::QueryAuditResponse* resp) {
+  auto caller = auth_.Check(*ctx, {Role::kOperator, Role::kAdmin}, "read the audit trail");
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
+  if (audit_ == nullptr) return {grpc::StatusCode::UNIMPLEMENTED, "no audit trail here"};
+  AuditQuery q;
+  q.principal = req->principal();
+  q.action = req->action();
+  q.limit = req->limit() == 0 ? 100 : static_cast<int>(std::min<uint32_t>(req->limit(), 10000));
+  auto rows = audit_->Query(q);
+  if (!rows.ok()) return ToGrpcStatus(rows.status());
+  for (const AuditEntry& e : *rows) {
+    v1::AuditRecord* r = resp->add_records();
+    r->set_audit_id(e.audit_id);
+    r->set_at(e.at);
+    r->set_principal(e.principal);
+    r->set_tenant(e.tenant);
+    r->set_action(e.action);
+    r->set_target(e.target);
+    r->set_detail_json(e.detail_json);
+  }
   return grpc::Status::OK;
 }
 

@@ -163,6 +163,7 @@ grpc::Status JobServiceImpl::SubmitJob(grpc::ServerContext* ctx, const v1::Submi
                              params.ToJson(), seeds, caller->name, caller->tenant);
   if (!id.ok()) return ToGrpcStatus(id.status());
   resp->set_job_id(*id);
+  Audit(audit_, *caller, "submit_job", *id, {{"task_id", req->task_id()}});
   LogInfo("job submitted", {{"job_id", *id},
                             {"task_id", req->task_id()},
                             {"strategy", params.spec.strategy},
@@ -215,6 +216,7 @@ grpc::Status JobServiceImpl::CancelJob(grpc::ServerContext* ctx, const v1::Cance
   auto state = jobs_->CancelJob(req->job_id());
   if (!state.ok()) return ToGrpcStatus(state.status());
   resp->set_state(StateFromName(*state));
+  Audit(audit_, *caller, "cancel_job", req->job_id(), {{"state", *state}});
   LogInfo("job cancel requested",
           {{"job_id", req->job_id()}, {"state", *state}, {"principal", caller->name}});
   return grpc::Status::OK;

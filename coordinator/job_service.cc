@@ -62,6 +62,7 @@ grpc::Status JobServiceImpl::SubmitTask(grpc::ServerContext* ctx, const v1::Subm
   if (!stored.ok()) return ToGrpcStatus(stored.status());
   resp->set_task_id(stored->task_id);
   resp->set_created(stored->created);
+  if (stored->created) Audit(audit_, *caller, "submit_task", stored->task_id);
   LogInfo("task stored", {{"task_id", stored->task_id},
                           {"name", name},
                           {"created", stored->created ? "true" : "false"}});
@@ -174,6 +175,8 @@ grpc::Status JobServiceImpl::EvaluateBatch(grpc::ServerContext* ctx,
     if (!batch.ok()) return ToGrpcStatus(batch.status());
     batch_id = batch->batch_id;
     for (const auto& [type, n] : batch->queued_per_type) notifier_.WorkAdded(type, n);
+    Audit(audit_, *caller, "submit_batch", batch_id,
+          {{"task_id", spec.task_id}, {"evaluations", batch->evaluations}});
     LogInfo("batch queued", {{"batch_id", batch_id},
                              {"evaluations", std::to_string(batch->evaluations)},
                              {"principal", caller->name}});

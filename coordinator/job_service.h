@@ -7,6 +7,7 @@
 #ifndef KFORGE_COORDINATOR_JOB_SERVICE_H_
 #define KFORGE_COORDINATOR_JOB_SERVICE_H_
 
+#include "coordinator/audit.h"
 #include "coordinator/job_store.h"
 #include "coordinator/notifier.h"
 #include "coordinator/pg_store.h"
@@ -31,11 +32,13 @@ class JobServiceImpl final : public v1::JobService::Service {
   };
   // `jobs` null: the optimization-job RPCs answer UNIMPLEMENTED. `syntax` null: tasks are
   // checked by pattern only (task_validation.h), not compiled.
+  // `audit` null: no audit trail.
   JobServiceImpl(PgStore& store, QueueStore& queue, Notifier& notifier, const RpcAuth& auth,
                  Limits limits, JobStore* jobs = nullptr,
-                 const PythonSyntaxChecker* syntax = nullptr)
+                 const PythonSyntaxChecker* syntax = nullptr, AuditLog* audit = nullptr)
       : store_(store),
         auth_(auth),
+        audit_(audit),
         queue_(queue),
         notifier_(notifier),
         limits_(std::move(limits)),
@@ -82,6 +85,7 @@ class JobServiceImpl final : public v1::JobService::Service {
 
   PgStore& store_;
   const RpcAuth& auth_;
+  AuditLog* const audit_;
   QueueStore& queue_;
   Notifier& notifier_;
   const Limits limits_;

@@ -22,6 +22,7 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "coordinator/notifier.h"
+#include "coordinator/pg_audit_log.h"
 #include "coordinator/pg_store.h"
 #include "coordinator/pg_token_store.h"
 #include "coordinator/rpc_auth.h"
@@ -30,7 +31,11 @@
 #include "coordinator/worker_service.h"
 #include "migrations/migrator.h"
 
-ABSL_FLAG(std::string, database_url, "postgresql:///kforge", "libpq connection string");
+ABSL_FLAG(std::string, database_url, "postgresql:///kforge",
+          "libpq connection string (a password in it is visible in the process list: prefer "
+          "--database_url_file or KFORGE_DATABASE_URL)");
+ABSL_FLAG(std::string, database_url_file, "",
+          "a file holding the libpq connection string (wins over --database_url)");
 ABSL_FLAG(std::string, grpc_address, "0.0.0.0:50051", "where to serve gRPC");
 ABSL_FLAG(std::string, metrics_address, "0.0.0.0:9464", "where to serve /metrics");
 ABSL_FLAG(std::string, ready_file, "", "write bound ports here once serving");
@@ -60,12 +65,18 @@ namespace kforge {
 namespace {
 
 int Run() {
+  auto database_url = SecretFromValueOrFile(absl::GetFlag(FLAGS_database_url),
+                                            absl::GetFlag(FLAGS_database_url_file));
+  if (!database_url.ok()) {
+    LogError("refusing to start", {{"error", std::string(database_url.status().message())}});
+    return 1;
+  }
   // Wait for the database (it may be starting alongside us), then migrate and check.
   auto deadline = std::chrono::steady_clock::now() +
                   std::chrono::milliseconds(static_cast<int>(absl::GetFlag(FLAGS_db_wait_s) * 1000));
   absl::StatusOr<std::unique_ptr<PgConnection>> conn;
   while (true) {
-    conn = PgConnection::Connect(absl::GetFlag(FLAGS_database_url));
+    conn = PgConnection::Connect(*database_url);
     if (conn.ok() || std::chrono::steady_clock::now() > deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
@@ -86,7 +97,7 @@ int Run() {
   }
   conn->reset();
 
-  PgPool pool(absl::GetFlag(FLAGS_database_url), absl::GetFlag(FLAGS_db_pool_size));
+  PgPool pool(*database_url, absl::GetFlag(FLAGS_db_pool_size));
   PgStore store(pool);
   QueueStore queue(pool);
   Notifier notifier;
@@ -125,13 +136,15 @@ int Run() {
     }
   }
   RpcAuth auth(open ? nullptr : &authenticator);
-  AdminServiceImpl admin(tokens, auth);
+  PgAuditLog audit(pool);
+  AdminServiceImpl admin(tokens, auth, &audit);
   JobStore job_store(pool);
-  JobServiceImpl jobs(store, queue, notifier, auth, limits, &job_store, syntax.get());
+  JobServiceImpl jobs(store, queue, notifier, auth, limits, &job_store, syntax.get(), &audit);
   WorkerTimings timings;
   timings.lease_timeout_s = absl::GetFlag(FLAGS_lease_timeout_s);
   timings.heartbeat_interval_s = absl::GetFlag(FLAGS_heartbeat_interval_s);
-  WorkerServiceImpl workers(store, queue, notifier, auth, host.metrics().registry(), timings);
+  WorkerServiceImpl workers(store, queue, notifier, auth, host.metrics().registry(), timings,
+                            &audit);
   host.AddService(&admin);
   host.AddService(&jobs);
   host.AddService(&workers);

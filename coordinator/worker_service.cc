@@ -35,9 +35,10 @@ void ApplyTaskOptions(const std::string& options_json, v1::EvalRequest* req) {
 
 WorkerServiceImpl::WorkerServiceImpl(PgStore& store, QueueStore& queue, Notifier& notifier,
                                      const RpcAuth& auth, prometheus::Registry& metrics,
-                                     WorkerTimings timings)
+                                     WorkerTimings timings, AuditLog* audit)
     : store_(store),
       auth_(auth),
+      audit_(audit),
       queue_(queue),
       notifier_(notifier),
       timings_(timings),
@@ -80,6 +81,8 @@ grpc::Status WorkerServiceImpl::Register(grpc::ServerContext* ctx, const v1::Reg
                                   facts_json, principal->token_id);
   if (!id.ok()) return ToGrpcStatus(id.status());
   resp->set_worker_id(*id);
+  Audit(audit_, *principal, "register_worker", *id,
+        {{"hostname", f.hostname()}, {"gpu_type", f.gpu_type()}, {"slots", f.slots()}});
   resp->set_heartbeat_interval_s(timings_.heartbeat_interval_s);
   resp->set_lease_timeout_s(timings_.lease_timeout_s);
   LogInfo("worker registered", {{"worker_id", *id},
@@ -149,7 +152,8 @@ class WorkerServiceImpl::Stream {
       if (msg.has_heartbeat()) {
         // Credentials are checked again at every heartbeat: a revoked or expired token ends
         // the stream within one heartbeat interval.
-        if (auto who = service_.auth_.Identify(ctx_); !who.ok() && absl::IsUnauthenticated(who.status())) {
+        if (auto who = service_.auth_.Identify(ctx_);
+            !who.ok() && absl::IsUnauthenticated(who.status())) {
           CutOff(std::string(who.status().message()));
           break;
         }
@@ -253,6 +257,8 @@ class WorkerServiceImpl::Stream {
   // counted: the evaluations did nothing wrong) and the stream ends UNAUTHENTICATED.
   void CutOff(const std::string& why) {
     LogWarning("worker cut off", {{"worker_id", worker_id_}, {"error", why}});
+    Principal coordinator{"", "coordinator", "system", {}};
+    Audit(service_.audit_, coordinator, "cut_off_worker", worker_id_, {{"reason", why}});
     auto released = service_.queue_.ReleaseWorkerLeases(worker_id_);
     if (!released.ok()) {
       LogError("leases of a cut-off worker not released",

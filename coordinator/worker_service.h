@@ -16,6 +16,7 @@
 #ifndef KFORGE_COORDINATOR_WORKER_SERVICE_H_
 #define KFORGE_COORDINATOR_WORKER_SERVICE_H_
 
+#include "coordinator/audit.h"
 #include "coordinator/notifier.h"
 #include "coordinator/pg_store.h"
 #include "coordinator/queue_store.h"
@@ -37,8 +38,10 @@ struct WorkerTimings {
 
 class WorkerServiceImpl final : public v1::WorkerService::Service {
  public:
+  // `audit` null: registrations and cut-offs are not audited.
   WorkerServiceImpl(PgStore& store, QueueStore& queue, Notifier& notifier, const RpcAuth& auth,
-                    prometheus::Registry& metrics, WorkerTimings timings);
+                    prometheus::Registry& metrics, WorkerTimings timings,
+                    AuditLog* audit = nullptr);
 
   grpc::Status Register(grpc::ServerContext* ctx, const v1::RegisterRequest* req,
                         v1::RegisterResponse* resp) override;
@@ -50,6 +53,7 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
 
   PgStore& store_;
   const RpcAuth& auth_;
+  AuditLog* const audit_;
   QueueStore& queue_;
   Notifier& notifier_;
   const WorkerTimings timings_;

@@ -10,6 +10,7 @@
 #include "common/base/files.h"
 #include "common/base/log.h"
 #include "common/config.h"
+#include "common/secrets.h"
 #include "common/pg.h"
 #include "common/service.h"
 #include "llm_gateway/call_accounting.h"
@@ -27,6 +28,8 @@ ABSL_FLAG(std::string, ready_file, "", "write bound ports here once serving");
 ABSL_FLAG(std::string, database_url, "",
           "PostgreSQL for llm_calls accounting (migrated by the coordinator); empty: no "
           "accounting, llm_call_id stays empty");
+ABSL_FLAG(std::string, database_url_file, "",
+          "a file holding the libpq connection string (wins over --database_url)");
 ABSL_FLAG(int, db_pool_size, 4, "PostgreSQL connections");
 ABSL_FLAG(double, db_wait_s, 30, "how long to wait for the database and its schema at startup");
 ABSL_FLAG(std::string, templates_dir, "",
@@ -127,7 +130,10 @@ int Run() {
     if (!parsed.ok()) Fail("bad --llm_prices_file", parsed.status().ToString());
     prices = std::move(parsed).value();
   }
-  const std::string database_url = absl::GetFlag(FLAGS_database_url);
+  auto secret_url = SecretFromValueOrFile(absl::GetFlag(FLAGS_database_url),
+                                          absl::GetFlag(FLAGS_database_url_file));
+  if (!secret_url.ok()) Fail("bad --database_url_file", std::string(secret_url.status().message()));
+  const std::string database_url = *secret_url;
   std::unique_ptr<PgPool> pool;
   std::unique_ptr<gateway::PgCallLog> call_log;
   if (database_url.empty()) {

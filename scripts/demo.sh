@@ -21,7 +21,6 @@ DEMO=${KFORGE_DEMO_DIR:-/tmp/kforge-demo}
 PGBIN=/usr/lib/postgresql/15/bin
 PGPORT=${KFORGE_DEMO_PGPORT:-55432}
 PGDATA=$DEMO/pg
-DB_URL="postgresql://postgres@127.0.0.1:$PGPORT/kforge"
 
 as_pg() {  # PostgreSQL refuses to run as root
   if [[ $(id -u) == 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi
@@ -39,10 +38,30 @@ BIN=$REPO/build
 
 mkdir -p "$DEMO"
 [[ $(id -u) == 0 ]] && chown postgres "$DEMO"
+# Secrets (docs/security.md) are files here, readable by the demo's user only: the database
+# password, API tokens, TLS keys. None is passed on a command line or logged.
+SECRETS=$DEMO/secrets
+mkdir -p "$SECRETS"
+chmod 700 "$SECRETS"
+random_hex() { head -c "$1" /dev/urandom | od -An -tx1 | tr -d ' \n'; }
 if [[ ! -f $PGDATA/PG_VERSION ]]; then
-  echo "demo: creating a PostgreSQL cluster in $PGDATA"
-  as_pg "$PGBIN/initdb" -D "$PGDATA" -A trust -U postgres >/dev/null
+  echo "demo: creating a PostgreSQL cluster in $PGDATA (password authentication, SCRAM)"
+  (umask 077; random_hex 24 >"$SECRETS/pg.password")
+  PWFILE=$(mktemp "$DEMO/initdb.XXXXXX")  # initdb runs as postgres, which cannot read secrets/
+  cp "$SECRETS/pg.password" "$PWFILE"
+  [[ $(id -u) == 0 ]] && chown postgres "$PWFILE"
+  as_pg "$PGBIN/initdb" -D "$PGDATA" -A scram-sha-256 --pwfile="$PWFILE" -U postgres >/dev/null
+  rm -f "$PWFILE"
+elif [[ ! -s $SECRETS/pg.password ]]; then
+  echo "demo: $PGDATA was made by an older demo with trust authentication; remove it:" >&2
+  echo "  scripts/demo.sh stop && rm -rf $DEMO" >&2
+  exit 1
 fi
+PGPW=$(cat "$SECRETS/pg.password")
+(umask 077
+ echo "postgresql://postgres:$PGPW@127.0.0.1:$PGPORT/kforge" >"$SECRETS/database.url"
+ echo "127.0.0.1:$PGPORT:*:postgres:$PGPW" >"$SECRETS/pgpass")
+export PGPASSFILE=$SECRETS/pgpass  # psql's
 if ! as_pg "$PGBIN/pg_ctl" -D "$PGDATA" status >/dev/null 2>&1; then
   echo "demo: starting PostgreSQL on 127.0.0.1:$PGPORT"
   as_pg "$PGBIN/pg_ctl" -D "$PGDATA" -l "$DEMO/postgres.log" -w \
@@ -79,11 +98,7 @@ port_of() { sed -E 's/.*"grpc_port":([0-9]+).*/\1/' "$DEMO/$1.ready"; }
 GW_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 # Tokens (docs/security.md): a bootstrap admin token made here, then with it a token for the
 # demo's user (researcher, operator) and one for the worker. Secrets live in files only.
-SECRETS=$DEMO/secrets
-mkdir -p "$SECRETS"
-chmod 700 "$SECRETS"
-[[ -s $SECRETS/admin.token ]] ||
-  (umask 077; echo "kf_$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$SECRETS/admin.token")
+[[ -s $SECRETS/admin.token ]] || (umask 077; echo "kf_$(random_hex 32)" >"$SECRETS/admin.token")
 # TLS on every gRPC hop: a CA of the demo's own and a certificate for 127.0.0.1 signed by it,
 # made once. Every process the demo starts reads them from KFORGE_TLS_* (flags
 # --tls_cert_file, --tls_key_file, --tls_ca_file).
@@ -103,7 +118,7 @@ if [[ ! -s $SECRETS/server.pem ]]; then
 fi
 export KFORGE_TLS_CERT_FILE=$SECRETS/server.pem KFORGE_TLS_KEY_FILE=$SECRETS/server.key
 export KFORGE_TLS_CA_FILE=$SECRETS/ca.pem
-start coordinator "$BIN/coordinator/kforge-coordinator" --database_url="$DB_URL" \
+start coordinator "$BIN/coordinator/kforge-coordinator" --database_url_file="$SECRETS/database.url" \
   --grpc_address=127.0.0.1:0 --metrics_address=127.0.0.1:0 \
   --gateway_address="127.0.0.1:$GW_PORT" --bootstrap_admin_token_file="$SECRETS/admin.token"
 COORD=127.0.0.1:$(port_of coordinator)
@@ -114,7 +129,7 @@ new_token() {  # new_token FILE PRINCIPAL ROLES: a token made once, kept in FILE
 }
 new_token "$SECRETS/demo.token" demo researcher,operator
 new_token "$SECRETS/worker.token" demo-worker worker
-start gateway "$BIN/llm_gateway/kforge-gateway" --database_url="$DB_URL" \
+start gateway "$BIN/llm_gateway/kforge-gateway" --database_url_file="$SECRETS/database.url" \
   --grpc_address="127.0.0.1:$GW_PORT" --metrics_address=127.0.0.1:0
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
   WORKER_FLAGS=(--device=cuda)
@@ -149,6 +164,7 @@ stop_services
 trap - EXIT
 echo
 echo "demo: services stopped; PostgreSQL keeps running with the results:"
+echo "  export PGPASSFILE=$SECRETS/pgpass   # the database password (SCRAM)"
 echo "  psql -h 127.0.0.1 -p $PGPORT -U postgres kforge -c 'SELECT * FROM leaderboard'"
 echo "  psql -h 127.0.0.1 -p $PGPORT -U postgres kforge -c 'SELECT * FROM job_trajectory'"
 echo "  scripts/demo.sh stop    # stops it"

@@ -103,7 +103,7 @@ TEST(BadInputTest, CandidatesBudgetsAndUnservedGpuTypesAreRefused) {
   s = RefusedBatch(*stub, batch);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(s.error_message(),
-            "no worker pool serves GPU type 'H999' (known: any, cpu, typeA, typeB); the "
+            "no worker pool serves GPU type 'H999' (known: H100, any, cpu, typeA, typeB); the "
             "coordinator's --gpu_pools names pools that have no worker now");
 
   v1::SubmitJobRequest job = ReluJobRequest(task, 1, 1);

@@ -52,9 +52,10 @@ void Cluster::StartCoordinator(size_t i) {
   std::vector<std::string> flags = {"--database_url=" + url_, "--grpc_address=" + addresses_[i],
                                     "--lease_timeout_s=3", "--heartbeat_interval_s=0.5",
                                     "--db_pool_size=6", tokens_.BootstrapFlag(),
-                                    // The pools the tests' CPU workers stand in for: work may
-                                    // be queued for them before a worker has registered.
-                                    "--gpu_pools=cpu,typeA,typeB"};
+                                    // The pools the tests' CPU workers stand in for (work may
+                                    // be queued for them before a worker has registered), and
+                                    // the helm chart's default pool, which has no worker here.
+                                    "--gpu_pools=cpu,typeA,typeB,H100"};
   if (!gateway_address_.empty()) flags.push_back("--gateway_address=" + gateway_address_);
   auto c = ServiceProcess::Start(BuiltBinary("coordinator/kforge-coordinator"), flags);
   ASSERT_TRUE(c.ok()) << c.status();
@@ -65,7 +66,9 @@ ServiceProcess* Cluster::StartWorkerOf(const std::vector<size_t>& order,
                                        const std::string& gpu_type) {
   std::vector<std::string> hosts;
   for (size_t i : order) hosts.push_back(addresses_[i]);
-  return StartWorkerAt("ipv4:" + absl::StrJoin(hosts, ","), gpu_type, 1, {});
+  // The certificate names 127.0.0.1 and localhost, not the list.
+  return StartWorkerAt("ipv4:" + absl::StrJoin(hosts, ","), gpu_type, 1,
+                       {"--tls_server_name=localhost"});
 }
 
 ServiceProcess* Cluster::StartWorker(const std::string& gpu_type, int slots,

@@ -47,6 +47,19 @@ std::unique_ptr<grpc::ClientReader<v1::EvaluationRecord>> Queue(
   return reader;
 }
 
+// `candidate` evaluated for tiny_relu on the cluster's "cpu" workers; its first record (a
+// stream that ends first fails the test and gives an empty record).
+v1::EvaluationRecord EvaluateOnCpu(Cluster& cluster, const std::string& candidate) {
+  std::string task = cluster.SubmitTask("examples/tasks/tiny/tiny_relu.py");
+  grpc::ClientContext ctx;
+  auto stub = cluster.Stub();
+  auto batch = Queue(*stub, ctx, task, candidate, "cpu");
+  v1::EvaluationRecord rec;
+  EXPECT_TRUE(batch->Read(&rec)) << "no result";
+  ctx.TryCancel();
+  return rec;
+}
+
 TEST(SecurityTest, AWorkerWithoutCredentialsOrTheWorkerRoleIsRefused) {
   Cluster cluster("sec_rogue");
   RogueWorker anonymous(cluster.coordinator()->grpc_address(), "cpu", "");
@@ -220,17 +233,80 @@ TEST(SecurityTest, TheCliCreatesListsAndRevokesTokensStoredOnlyAsHashes) {
 TEST(SecurityTest, EveryStoredEvaluationNamesTheWorkerIdentityThatProducedIt) {
   Cluster cluster("sec_identity");
   ASSERT_NE(cluster.StartWorker("cpu"), nullptr);
-  std::string task = cluster.SubmitTask("examples/tasks/tiny/tiny_relu.py");
-  grpc::ClientContext ctx;
-  auto stub = cluster.Stub();
-  auto batch = Queue(*stub, ctx, task, "examples/candidates/tiny_relu/correct.py", "cpu");
-  v1::EvaluationRecord rec;
-  ASSERT_TRUE(batch->Read(&rec));
+  v1::EvaluationRecord rec = EvaluateOnCpu(cluster, "examples/candidates/tiny_relu/correct.py");
   EXPECT_EQ(rec.result().verdict(), v1::VERDICT_OK) << rec.result().reason();
   EXPECT_EQ(cluster.Query("SELECT t.principal FROM evaluations e "
                           "JOIN api_tokens t ON t.token_id = e.worker_token_id")
                 .Get(0, 0),
             "cluster-worker");
+}
+
+TEST(SecurityTest, TheAuditTrailRecordsWhoDidWhatAndCannotBeRewritten) {
+  Cluster cluster("sec_audit");
+  std::string task = cluster.SubmitTask("examples/tasks/tiny/tiny_relu.py");
+  v1::CreateTokenResponse alice = cluster.CreateToken("alice", "lab", {"researcher"});
+  v1::SubmitJobRequest job = ReluJobRequest(task, 1, 7);
+  job.set_gpu_types(0, "any");
+  std::string job_id = SubmitJob(*cluster.StubWithToken(alice.token()), job);
+  ASSERT_FALSE(job_id.empty());
+  grpc::ClientContext ctx;
+  SetDeadline(ctx);
+  v1::CancelJobRequest cancel;
+  cancel.set_job_id(job_id);
+  v1::CancelJobResponse cancelled;
+  ASSERT_TRUE(cluster.StubWithToken(alice.token())->CancelJob(&ctx, cancel, &cancelled).ok());
+  RogueWorker worker(cluster.coordinator()->grpc_address(), "cpu", cluster.worker_token());
+  ASSERT_TRUE(worker.registered().ok());
+
+  SubprocessResult listed =
+      Kforge(cluster, {"--token_file=" + cluster.admin_token_file(), "audit", "--limit=20"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.stderr_data;
+  PgResult rows = cluster.Query(
+      "SELECT string_agg(principal || ' ' || action || ' ' || target, '; ' ORDER BY audit_id) "
+      "FROM audit_log");
+  EXPECT_EQ(rows.Get(0, 0),
+            "bootstrap-admin create_token " +
+                cluster.Query("SELECT token_id FROM api_tokens WHERE principal = 'tester'")
+                    .Get(0, 0) +
+                "; bootstrap-admin create_token " +
+                cluster.Query("SELECT token_id FROM api_tokens WHERE principal = 'cluster-worker'")
+                    .Get(0, 0) +
+                "; tester submit_task " + task + "; bootstrap-admin create_token " +
+                alice.info().token_id() + "; alice submit_job " + job_id + "; alice cancel_job " +
+                job_id + "; cluster-worker register_worker " + worker.worker_id());
+  for (const std::string& line : {std::string("alice"), std::string("cancel_job"), job_id}) {
+    EXPECT_THAT(listed.stdout_data, HasSubstr(line));
+  }
+  auto changed = cluster.TryQuery("UPDATE audit_log SET principal = 'nobody'");
+  EXPECT_FALSE(changed.ok());
+  EXPECT_THAT(std::string(changed.status().message()), HasSubstr("audit_log is append-only"));
+  EXPECT_FALSE(cluster.TryQuery("DELETE FROM audit_log").ok());
+
+  std::string researcher = cluster.CreateToken("bob", "lab", {"researcher"}).token();
+  SubprocessResult denied = Kforge(cluster, {"audit"}, researcher);
+  EXPECT_THAT(denied.stderr_data,
+              HasSubstr("may not read the audit trail: it needs the operator or admin role"));
+}
+
+TEST(SecurityTest, NothingSecretReachesACandidate) {
+  // Secrets in the worker's own environment (as a careless deployment might put them), and
+  // its token file: a candidate that prints its environment sees none of them.
+  setenv("OPENAI_API_KEY", "sk-kforge-test-secret-openai", 1);
+  setenv("PGPASSWORD", "kforge-test-secret-pg", 1);
+  Cluster cluster("sec_env");
+  ServiceProcess* worker = cluster.StartWorker("cpu");
+  unsetenv("OPENAI_API_KEY");
+  unsetenv("PGPASSWORD");
+  ASSERT_NE(worker, nullptr);
+  v1::EvaluationRecord rec = EvaluateOnCpu(cluster, "tests/security/env_probe.py");
+  const std::string& printed = rec.result().output_log();
+  ASSERT_THAT(printed, HasSubstr("PROC_ENVIRON")) << rec.result().reason();
+  ASSERT_THAT(printed, HasSubstr("PATH="));  // it did read its environment
+  for (const std::string& secret : {std::string("sk-kforge-test-secret-openai"),
+                                    std::string("kforge-test-secret-pg"), cluster.worker_token(),
+                                    std::string("KFORGE_TOKEN"), std::string("postgresql://")}) {
+    EXPECT_THAT(printed, ::testing::Not(HasSubstr(secret)));
+  }
 }
 
 // grpc.health.v1 of `address` through a client verifying against `ca_file` ("" with

@@ -81,8 +81,19 @@ class Postgres:
                 except KeyError:
                     continue
             os.chown(self.dir, self._user.pw_uid, self._user.pw_gid)
-        self._run([PG_BIN / "initdb", "-D", self.dir / "data", "-U", PG_SUPERUSER, "-A", "trust",
-                   "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions"])
+        # Password (SCRAM) authentication, as in a deployment; the password lives in the URLs.
+        self.password = os.urandom(16).hex()
+        pwfile = self.dir / "initdb.pw"
+        pwfile.write_text(self.password + "\n")
+        pwfile.chmod(0o600)
+        if self._user is not None:
+            os.chown(pwfile, self._user.pw_uid, self._user.pw_gid)
+        try:
+            self._run([PG_BIN / "initdb", "-D", self.dir / "data", "-U", PG_SUPERUSER,
+                       "-A", "scram-sha-256", f"--pwfile={pwfile}", "-E", "UTF8", "--locale=C",
+                       "--no-sync", "--no-instructions"])
+        finally:
+            pwfile.unlink()
         for attempt in range(5):  # a probed port can be taken before the server binds it
             self.port = free_port()
             try:
@@ -99,9 +110,11 @@ class Postgres:
         kwargs = {}
         if self._user is not None:
             kwargs = dict(user=self._user.pw_uid, group=self._user.pw_gid, extra_groups=[])
+        env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C", "HOME": str(self.dir)}
+        if getattr(self, "password", None):
+            env["PGPASSWORD"] = self.password  # createdb's; never a service's environment
         r = subprocess.run([str(a) for a in argv], cwd=self.dir, capture_output=True, text=True,
-                           timeout=120, env={"PATH": "/usr/bin:/bin", "LC_ALL": "C",
-                                             "HOME": str(self.dir)}, **kwargs)
+                           timeout=120, env=env, **kwargs)
         if r.returncode != 0:
             log = self.dir / "server.log"
             raise RuntimeError(f"{argv[0]} failed ({r.returncode}): {r.stdout}{r.stderr}"
@@ -110,7 +123,7 @@ class Postgres:
     def create_database(self, name: str) -> str:
         self._run([PG_BIN / "createdb", "-h", "127.0.0.1", "-p", self.port, "-U", PG_SUPERUSER,
                    name])
-        return f"postgresql://{PG_SUPERUSER}@127.0.0.1:{self.port}/{name}"
+        return f"postgresql://{PG_SUPERUSER}:{self.password}@127.0.0.1:{self.port}/{name}"
 
     def stop(self) -> None:
         try:
