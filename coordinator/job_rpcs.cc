@@ -159,6 +159,17 @@ grpc::Status JobServiceImpl::SubmitJob(grpc::ServerContext* ctx, const v1::Submi
     return s;
   }
   if (grpc::Status s = CheckGpuTypes(params.spec.gpu_types); !s.ok()) return s;
+  if (limits_.max_tenant_active_jobs > 0) {
+    auto active = jobs_->ActiveJobs(caller->tenant);
+    if (!active.ok()) return ToGrpcStatus(active.status());
+    if (*active >= limits_.max_tenant_active_jobs) {
+      return {grpc::StatusCode::RESOURCE_EXHAUSTED,
+              "tenant " + caller->tenant + " has " + std::to_string(*active) +
+                  " jobs queued or running; its quota is " +
+                  std::to_string(limits_.max_tenant_active_jobs) +
+                  "; wait for one to finish or cancel one"};
+    }
+  }
   auto id = jobs_->CreateJob(req->task_id(), params.spec.gpu_types, params.spec.strategy,
                              params.ToJson(), seeds, caller->name, caller->tenant);
   if (!id.ok()) return ToGrpcStatus(id.status());

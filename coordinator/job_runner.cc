@@ -219,7 +219,8 @@ class JobEnv : public search::SearchEnv {
         ids.push_back(m->candidate_id);
       }
       while (true) {
-        auto batch = runner_.queue_.Enqueue(spec, runner_.options_.max_queue_depth);
+        auto batch = runner_.queue_.Enqueue(spec, runner_.options_.max_queue_depth,
+                                            runner_.options_.max_tenant_queued);
         if (batch.ok()) {
           batch_id = batch->batch_id;
           for (const auto& [type, n] : batch->queued_per_type) runner_.notifier_.WorkAdded(type, n);

@@ -49,6 +49,7 @@ class JobRunner {
     double gateway_timeout_s = 600;  // one Generate call (an LLM may take minutes)
     double retry_after_s = 5;        // pause before resuming a job after a transient error
     int64_t max_queue_depth = 100000;
+    int64_t max_tenant_queued = 0;  // a job's batches count against its tenant's quota
     // Where to export kforge_jobs_running, kforge_job_rounds_total,
     // kforge_job_candidates_total, kforge_job_llm_tokens_total and kforge_jobs_finished_total;
     // none when null.

@@ -171,7 +171,7 @@ grpc::Status JobServiceImpl::EvaluateBatch(grpc::ServerContext* ctx,
       if (c.client_ref().size() > 256) return Invalid(what + ": client_ref is longer than 256 bytes");
       spec.candidates.push_back({c.source(), DialectName(c.dialect() != v1::DIALECT_UNSPECIFIED ? c.dialect() : InferDialect(c.source())), c.client_ref()});
     }
-    auto batch = queue_.Enqueue(spec, limits_.max_queue_depth);
+    auto batch = queue_.Enqueue(spec, limits_.max_queue_depth, limits_.max_tenant_queued);
     if (!batch.ok()) return ToGrpcStatus(batch.status());
     batch_id = batch->batch_id;
     for (const auto& [type, n] : batch->queued_per_type) notifier_.WorkAdded(type, n);

@@ -25,6 +25,9 @@ class JobServiceImpl final : public v1::JobService::Service {
     int max_candidates_per_batch = 1000;
     size_t max_candidate_bytes = 1 << 20;
     uint32_t max_priority = 1000000;
+    // Per tenant (0: no limit): jobs queued or running, evaluations queued.
+    int max_tenant_active_jobs = 0;
+    int64_t max_tenant_queued = 0;
     double poll_interval_s = 0.1;
     // GPU types work may be queued for besides "any" and the types workers ever registered
     // with: pools that exist but may have no worker now (scaled to zero, not started yet).

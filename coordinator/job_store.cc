@@ -85,6 +85,13 @@ absl::StatusOr<std::string> JobStore::CreateJob(const std::string& task_id,
   return r.Get(0, "job_id");
 }
 
+absl::StatusOr<int64_t> JobStore::ActiveJobs(const std::string& tenant) {
+  ASSIGN_OR_RETURN(PgResult r, pool_.Exec("SELECT count(*) AS n FROM jobs WHERE tenant = $1 "
+                                          "  AND state IN ('queued', 'running')",
+                                          {tenant}));
+  return r.GetInt(0, "n");
+}
+
 absl::StatusOr<JobRow> JobStore::GetJob(const std::string& job_id) {
   if (!IsUuid(job_id)) return UnknownJob(job_id);
   ASSIGN_OR_RETURN(PgResult r,

@@ -69,6 +69,8 @@ class JobStore {
                                         const std::string& strategy, const nlohmann::json& params,
                                         const std::vector<SeedCandidate>& seeds,
                                         const std::string& owner, const std::string& tenant);
+  // Jobs of `tenant` that are queued or running.
+  absl::StatusOr<int64_t> ActiveJobs(const std::string& tenant);
   // NOT_FOUND for an unknown (or malformed) id.
   absl::StatusOr<JobRow> GetJob(const std::string& job_id);
   absl::StatusOr<std::vector<JobRow>> ListJobs(int limit, const std::string& task_id);

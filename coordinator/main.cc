@@ -48,6 +48,12 @@ ABSL_FLAG(int64_t, max_queue_depth, 100000, "EvaluateBatch answers RESOURCE_EXHA
 ABSL_FLAG(std::string, gateway_address, "127.0.0.1:50061",
           "the LLM gateway (kforge-gateway) that optimization jobs ask for candidates");
 ABSL_FLAG(int, max_running_jobs, 16, "optimization jobs this coordinator runs at once");
+ABSL_FLAG(int, tenant_max_active_jobs, 0,
+          "optimization jobs one tenant may have queued or running (0: no quota); past it "
+          "SubmitJob answers RESOURCE_EXHAUSTED");
+ABSL_FLAG(int64_t, tenant_max_queued_evaluations, 0,
+          "evaluations one tenant may have queued, its batches and its jobs' together (0: no "
+          "quota); past it EvaluateBatch answers RESOURCE_EXHAUSTED and jobs wait");
 ABSL_FLAG(std::vector<std::string>, gpu_pools, {},
           "GPU types that may be queued for although no worker of them registered yet (pools "
           "scaled to zero); besides these, \"any\" and every type a worker registered with");
@@ -110,6 +116,8 @@ int Run() {
   JobServiceImpl::Limits limits;
   limits.max_queue_depth = absl::GetFlag(FLAGS_max_queue_depth);
   limits.gpu_pools = absl::GetFlag(FLAGS_gpu_pools);
+  limits.max_tenant_active_jobs = absl::GetFlag(FLAGS_tenant_max_active_jobs);
+  limits.max_tenant_queued = absl::GetFlag(FLAGS_tenant_max_queued_evaluations);
   std::unique_ptr<PythonSyntaxChecker> syntax;
   if (!absl::GetFlag(FLAGS_task_python).empty()) {
     syntax = std::make_unique<PythonSyntaxChecker>(absl::GetFlag(FLAGS_task_python));
@@ -156,6 +164,7 @@ int Run() {
   JobRunner::Options runner_options;
   runner_options.max_running_jobs = absl::GetFlag(FLAGS_max_running_jobs);
   runner_options.max_queue_depth = limits.max_queue_depth;
+  runner_options.max_tenant_queued = limits.max_tenant_queued;
   runner_options.metrics = &host.metrics().registry();
   JobRunner runner(pool, job_store, queue, notifier,
                    MakeChannel(absl::GetFlag(FLAGS_gateway_address), {"", TlsFromFlags()}),

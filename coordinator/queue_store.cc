@@ -75,12 +75,16 @@ std::vector<StoredEvaluation> ParseEvaluations(const PgResult& r) {
 
 }  // namespace
 
-absl::StatusOr<EnqueuedBatch> QueueStore::Enqueue(const BatchSpec& spec, int64_t max_queue_depth) {
+absl::StatusOr<EnqueuedBatch> QueueStore::Enqueue(const BatchSpec& spec, int64_t max_queue_depth,
+                                                  int64_t max_tenant_queued) {
   return InTransaction(pool_, [&](PgConnection& c) -> absl::StatusOr<EnqueuedBatch> {
     ASSIGN_OR_RETURN(PgResult check,
                      c.Exec("SELECT EXISTS (SELECT 1 FROM tasks WHERE task_id = $1) AS task, "
-                            "  (SELECT count(*) FROM eval_queue) AS depth",
-                            {spec.task_id}));
+                            "  (SELECT count(*) FROM eval_queue) AS depth, "
+                            "  (SELECT count(*) FROM eval_queue q JOIN evaluations e "
+                            "     USING (evaluation_id) JOIN batches b USING (batch_id) "
+                            "   WHERE $2 <> '' AND b.tenant = $2) AS tenant_depth",
+                            {spec.task_id, spec.tenant}));
     if (check.Get(0, "task") != "t") {
       return absl::NotFoundError(
           absl::StrCat("no task ", spec.task_id, " (submit it first with SubmitTask)"));
@@ -91,6 +95,12 @@ absl::StatusOr<EnqueuedBatch> QueueStore::Enqueue(const BatchSpec& spec, int64_t
       return absl::ResourceExhaustedError(
           absl::StrCat("the evaluation queue holds ", depth, " items; ", incoming,
                        " more would pass its limit of ", max_queue_depth, "; retry later"));
+    }
+    if (int64_t mine = check.GetInt(0, "tenant_depth");
+        max_tenant_queued > 0 && mine + incoming > max_tenant_queued) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "tenant ", spec.tenant, " has ", mine, " evaluations queued; ", incoming,
+          " more would pass its quota of ", max_tenant_queued, "; retry when some have run"));
     }
     std::optional<std::string> job;
     if (!spec.job_id.empty()) job = spec.job_id;

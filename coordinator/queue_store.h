@@ -133,9 +133,12 @@ class QueueStore {
  public:
   explicit QueueStore(PgPool& pool) : pool_(pool) {}
 
-  // NOT_FOUND for an unknown task; RESOURCE_EXHAUSTED when the queue already holds
-  // `max_queue_depth` items or more.
-  absl::StatusOr<EnqueuedBatch> Enqueue(const BatchSpec& spec, int64_t max_queue_depth);
+  // NOT_FOUND for an unknown task; RESOURCE_EXHAUSTED when the batch would take the queue past
+  // `max_queue_depth` items, or the queued evaluations of spec.tenant past
+  // `max_tenant_queued` (0: no limit; checked in the same transaction, not serialised with
+  // other enqueues, so concurrent batches may pass it by their own size).
+  absl::StatusOr<EnqueuedBatch> Enqueue(const BatchSpec& spec, int64_t max_queue_depth,
+                                        int64_t max_tenant_queued = 0);
   absl::StatusOr<BatchProgress> Progress(const std::string& batch_id);
   // Finished evaluations of a batch that `cursor` has not returned yet, in id order, and the
   // cursor moved past them. Results finish in any order and commit in another, so the cursor

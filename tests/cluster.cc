@@ -17,7 +17,8 @@ namespace kforge {
 
 using Clock = std::chrono::steady_clock;
 
-Cluster::Cluster(const std::string& db, bool gateway) {
+Cluster::Cluster(const std::string& db, bool gateway, std::vector<std::string> coordinator_flags)
+    : coordinator_flags_(std::move(coordinator_flags)) {
   auto url = PgTestEnvironment::server().CreateDatabase(db);
   EXPECT_TRUE(url.ok()) << url.status();
   url_ = url.ok() ? *url : "";
@@ -57,6 +58,7 @@ void Cluster::StartCoordinator(size_t i) {
                                     // the helm chart's default pool, which has no worker here.
                                     "--gpu_pools=cpu,typeA,typeB,H100"};
   if (!gateway_address_.empty()) flags.push_back("--gateway_address=" + gateway_address_);
+  flags.insert(flags.end(), coordinator_flags_.begin(), coordinator_flags_.end());
   auto c = ServiceProcess::Start(BuiltBinary("coordinator/kforge-coordinator"), flags);
   ASSERT_TRUE(c.ok()) << c.status();
   coordinators_[i] = std::move(c).value();

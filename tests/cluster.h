@@ -28,7 +28,9 @@ class Cluster {
  public:
   // Creates database `db` and starts the coordinator; with `gateway`, also kforge-gateway
   // (started after the coordinator has applied the migrations) for optimization jobs.
-  explicit Cluster(const std::string& db, bool gateway = false);
+  // `coordinator_flags` are appended to every coordinator's (e.g. quotas).
+  explicit Cluster(const std::string& db, bool gateway = false,
+                   std::vector<std::string> coordinator_flags = {});
 
   // (Re)starts coordinator `i` on its own fixed port (a restart keeps the port).
   void StartCoordinator(size_t i = 0);
@@ -72,6 +74,7 @@ class Cluster {
                                 int slots, const std::vector<std::string>& extra);
 
   std::string url_, gateway_address_;
+  std::vector<std::string> coordinator_flags_;
   TestTokens tokens_;
   std::string tester_token_, worker_token_, worker_token_file_;
   std::vector<std::string> addresses_;  // coordinator i serves on addresses_[i]

@@ -288,6 +288,54 @@ TEST(SecurityTest, TheAuditTrailRecordsWhoDidWhatAndCannotBeRewritten) {
               HasSubstr("may not read the audit trail: it needs the operator or admin role"));
 }
 
+TEST(SecurityTest, TenantQuotasBiteWithResourceExhausted) {
+  Cluster cluster("sec_quota", /*gateway=*/false,
+                  {"--tenant_max_active_jobs=1", "--tenant_max_queued_evaluations=2"});
+  std::string task = cluster.SubmitTask("examples/tasks/tiny/tiny_relu.py");
+  std::string alice = cluster.CreateToken("alice", "lab", {"researcher"}).token();
+  std::string carol = cluster.CreateToken("carol", "lab", {"researcher"}).token();
+  std::string dave = cluster.CreateToken("dave", "elsewhere", {"researcher"}).token();
+  v1::SubmitJobRequest job = ReluJobRequest(task, 1, 7);
+  job.clear_seed_candidates();  // nothing queued by the jobs themselves
+  job.set_gpu_types(0, "any");
+  auto submit = [&](const std::string& token) {
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    v1::SubmitJobResponse resp;
+    return cluster.StubWithToken(token)->SubmitJob(&ctx, job, &resp);
+  };
+  ASSERT_TRUE(submit(alice).ok());
+  grpc::Status s = submit(carol);  // the same tenant
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(s.error_message(),
+            "tenant lab has 1 jobs queued or running; its quota is 1; wait for one to finish or "
+            "cancel one");
+  EXPECT_TRUE(submit(dave).ok()) << "another tenant has its own quota";
+
+  auto batch = [&](const std::string& token, int candidates) {
+    v1::EvaluateBatchRequest req;
+    req.set_task_id(task);
+    for (int i = 0; i < candidates; ++i) {
+      req.add_candidates()->set_source("class ModelNew: pass  # " + std::to_string(i) + "\n");
+    }
+    req.add_gpu_types("any");
+    grpc::ClientContext ctx;
+    SetDeadline(ctx, 2);
+    auto reader = cluster.StubWithToken(token)->EvaluateBatch(&ctx, req);
+    v1::EvaluationRecord rec;
+    while (reader->Read(&rec)) {
+    }
+    return reader->Finish();  // DEADLINE_EXCEEDED once queued: no worker runs them
+  };
+  EXPECT_EQ(batch(alice, 2).error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  s = batch(carol, 1);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(s.error_message(),
+            "tenant lab has 2 evaluations queued; 1 more would pass its quota of 2; retry when "
+            "some have run");
+  EXPECT_EQ(batch(dave, 2).error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+}
+
 TEST(SecurityTest, NothingSecretReachesACandidate) {
   // Secrets in the worker's own environment (as a careless deployment might put them), and
   // its token file: a candidate that prints its environment sees none of them.
