@@ -203,6 +203,20 @@ absl::StatusOr<PgResult> PgPool::ExecPrepared(const std::string& sql, const PgPa
   return (*lease)->ExecPrepared(sql, params);
 }
 
+std::string PgTextArray(const std::vector<std::string>& items) {
+  std::string out = "{";
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i) out += ",";
+    out += "\"";
+    for (char c : items[i]) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+    out += "\"";
+  }
+  return out + "}";
+}
+
 bool IsRetryablePgError(const absl::Status& status) {
   return absl::IsUnavailable(status) || absl::IsAborted(status);
 }

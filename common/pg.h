@@ -135,6 +135,9 @@ class PgPool {
   int open_ ABSL_GUARDED_BY(mu_) = 0;  // connections in existence (idle or leased)
 };
 
+// A text[] literal from plain strings (each quoted and escaped), for a `$n::text[]` parameter.
+std::string PgTextArray(const std::vector<std::string>& items);
+
 // True for errors after which retrying the whole transaction may succeed.
 bool IsRetryablePgError(const absl::Status& status);
 

@@ -127,6 +127,17 @@ absl::StatusOr<Principal> Authenticator::Authenticate(absl::string_view authoriz
   return p;
 }
 
+std::vector<std::string> ReadableTenants(const Principal& p) {
+  if (p.Has(Role::kOperator)) return {};
+  if (p.tenant == kPublicTenant) return {kPublicTenant};
+  return {p.tenant, kPublicTenant};
+}
+
+bool CanRead(const Principal& p, const std::string& tenant) {
+  if (p.Has(Role::kOperator)) return true;
+  return !tenant.empty() && (tenant == p.tenant || tenant == kPublicTenant);
+}
+
 absl::Status Require(const Principal& p, std::initializer_list<Role> any_of,
                      absl::string_view action) {
   for (Role r : any_of) {

@@ -82,6 +82,15 @@ class Authenticator {
 absl::Status Require(const Principal& p, std::initializer_list<Role> any_of,
                      absl::string_view action);
 
+// The read rule (docs/security.md, "Tenants"): a principal reads the jobs, batches, results,
+// sources and rollouts of its own tenant and of the shared tenant "public"; an operator reads
+// every tenant's. Returns the tenants `p` may read; empty means all of them.
+inline constexpr char kPublicTenant[] = "public";
+std::vector<std::string> ReadableTenants(const Principal& p);
+// True when `p` may read what `tenant` owns ("" is what no tenant owns: data from before
+// identities, readable by operators only).
+bool CanRead(const Principal& p, const std::string& tenant);
+
 // Makes `token` (read from the coordinator's --bootstrap_admin_token_file) a valid admin token
 // of principal "bootstrap-admin" unless its hash is stored already (revoked or not: a revoked
 // bootstrap token stays revoked). INVALID_ARGUMENT for a malformed token.

@@ -21,6 +21,12 @@ constexpr int kMaxSeedCandidates = 100;
 constexpr uint32_t kMaxRounds = 1000;
 constexpr double kMaxWallS = 30 * 24 * 3600;  // a month
 
+// NOT_FOUND (as for a job that does not exist) unless `p` may read what the job's tenant owns.
+grpc::Status CheckReadable(const Principal& p, const JobRow& job) {
+  if (CanRead(p, job.tenant)) return grpc::Status::OK;
+  return {grpc::StatusCode::NOT_FOUND, "no job " + job.job_id};
+}
+
 // INVALID_ARGUMENT unless `job_id` is a UUID (PostgreSQL's own complaint would quote it).
 grpc::Status CheckJobId(const std::string& job_id) {
   return ToGrpcStatus(ValidateUuid(job_id, "job_id"));
@@ -186,23 +192,22 @@ grpc::Status JobServiceImpl::SubmitJob(grpc::ServerContext* ctx, const v1::Submi
 grpc::Status JobServiceImpl::GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req,
                                     v1::Job* resp) {
   if (!jobs_) return NoJobs();
-  if (auto caller = auth_.Check(*ctx, {Role::kResearcher, Role::kOperator}, "read jobs"); !caller.ok()) {
-    return ToGrpcStatus(caller.status());
-  }
+  auto caller = auth_.Check(*ctx, {Role::kResearcher, Role::kOperator}, "read jobs");
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
   if (grpc::Status s = CheckJobId(req->job_id()); !s.ok()) return s;
   auto row = jobs_->GetJob(req->job_id());
   if (!row.ok()) return ToGrpcStatus(row.status());
+  if (grpc::Status s = CheckReadable(*caller, *row); !s.ok()) return s;
   return FillJob(*row, resp);
 }
 
 grpc::Status JobServiceImpl::ListJobs(grpc::ServerContext* ctx, const v1::ListJobsRequest* req,
                                       v1::ListJobsResponse* resp) {
   if (!jobs_) return NoJobs();
-  if (auto caller = auth_.Check(*ctx, {Role::kResearcher, Role::kOperator}, "read jobs"); !caller.ok()) {
-    return ToGrpcStatus(caller.status());
-  }
+  auto caller = auth_.Check(*ctx, {Role::kResearcher, Role::kOperator}, "read jobs");
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
   int limit = req->limit() == 0 ? 50 : static_cast<int>(std::min<uint32_t>(req->limit(), 1000));
-  auto rows = jobs_->ListJobs(limit, req->task_id());
+  auto rows = jobs_->ListJobs(limit, req->task_id(), ReadableTenants(*caller));
   if (!rows.ok()) return ToGrpcStatus(rows.status());
   for (const JobRow& row : *rows) {
     if (grpc::Status s = FillJob(row, resp->add_jobs()); !s.ok()) return s;
@@ -218,6 +223,7 @@ grpc::Status JobServiceImpl::CancelJob(grpc::ServerContext* ctx, const v1::Cance
   if (grpc::Status s = CheckJobId(req->job_id()); !s.ok()) return s;
   auto job = jobs_->GetJob(req->job_id());
   if (!job.ok()) return ToGrpcStatus(job.status());
+  if (grpc::Status s = CheckReadable(*caller, *job); !s.ok()) return s;
   if (!caller->Has(Role::kOperator) && job->owner != caller->name) {
     return {grpc::StatusCode::PERMISSION_DENIED,
             caller->name + " may not cancel job " + req->job_id() + ": it belongs to " +
@@ -236,12 +242,15 @@ grpc::Status JobServiceImpl::CancelJob(grpc::ServerContext* ctx, const v1::Cance
 grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* ctx, const v1::WatchJobRequest* req,
                                       grpc::ServerWriter<v1::JobEvent>* writer) {
   if (!jobs_) return NoJobs();
-  if (auto caller = auth_.Check(*ctx, {Role::kResearcher, Role::kOperator}, "read jobs"); !caller.ok()) {
-    return ToGrpcStatus(caller.status());
-  }
+  auto caller = auth_.Check(*ctx, {Role::kResearcher, Role::kOperator}, "read jobs");
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
   const std::string& job_id = req->job_id();
   if (grpc::Status s = CheckJobId(job_id); !s.ok()) return s;
-  if (auto row = jobs_->GetJob(job_id); !row.ok()) return ToGrpcStatus(row.status());
+  if (auto row = jobs_->GetJob(job_id); !row.ok()) {
+    return ToGrpcStatus(row.status());
+  } else if (grpc::Status s = CheckReadable(*caller, *row); !s.ok()) {
+    return s;
+  }
   std::set<std::pair<int, int>> steps_sent;
   std::set<int64_t> results_sent;
   std::map<std::string, double> best;
@@ -316,9 +325,8 @@ grpc::Status JobServiceImpl::GetBestCandidates(grpc::ServerContext* ctx,
                                                const v1::BestCandidatesRequest* req,
                                                v1::BestCandidatesResponse* resp) {
   if (!jobs_) return NoJobs();
-  if (auto caller = auth_.Check(*ctx, {Role::kResearcher, Role::kOperator}, "read candidates"); !caller.ok()) {
-    return ToGrpcStatus(caller.status());
-  }
+  auto caller = auth_.Check(*ctx, {Role::kResearcher, Role::kOperator}, "read candidates");
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
   if (req->task_id().empty() && req->job_id().empty()) {
     return BadRequest("task_id or job_id is required");
   }
@@ -326,7 +334,8 @@ grpc::Status JobServiceImpl::GetBestCandidates(grpc::ServerContext* ctx,
     if (grpc::Status s = CheckJobId(req->job_id()); !s.ok()) return s;
   }
   int per_type = req->limit() == 0 ? 1 : static_cast<int>(std::min<uint32_t>(req->limit(), 100));
-  auto rows = jobs_->Best(req->task_id(), req->job_id(), req->gpu_type(), per_type);
+  auto rows = jobs_->Best(req->task_id(), req->job_id(), req->gpu_type(), per_type,
+                          ReadableTenants(*caller));
   if (!rows.ok()) return ToGrpcStatus(rows.status());
   for (const BestRow& b : *rows) {
     ToBest(b, resp->add_best());
@@ -339,11 +348,14 @@ grpc::Status JobServiceImpl::GetJobTrajectory(grpc::ServerContext* ctx,
                                               const v1::JobTrajectoryRequest* req,
                                               v1::JobTrajectoryResponse* resp) {
   if (!jobs_) return NoJobs();
-  if (auto caller = auth_.Check(*ctx, {Role::kResearcher, Role::kOperator}, "read jobs"); !caller.ok()) {
-    return ToGrpcStatus(caller.status());
-  }
+  auto caller = auth_.Check(*ctx, {Role::kResearcher, Role::kOperator}, "read jobs");
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
   if (grpc::Status s = CheckJobId(req->job_id()); !s.ok()) return s;
-  if (auto row = jobs_->GetJob(req->job_id()); !row.ok()) return ToGrpcStatus(row.status());
+  if (auto row = jobs_->GetJob(req->job_id()); !row.ok()) {
+    return ToGrpcStatus(row.status());
+  } else if (grpc::Status s = CheckReadable(*caller, *row); !s.ok()) {
+    return s;
+  }
   auto points = jobs_->Trajectory(req->job_id());
   if (!points.ok()) return ToGrpcStatus(points.status());
   for (const TrajectoryRow& t : *points) {
@@ -364,14 +376,12 @@ grpc::Status JobServiceImpl::ExportRollouts(grpc::ServerContext* ctx,
                                             const v1::ExportRolloutsRequest* req,
                                             grpc::ServerWriter<v1::Rollout>* writer) {
   if (!jobs_) return NoJobs();
-  if (auto caller = auth_.Check(*ctx, {Role::kResearcher, Role::kTrainer, Role::kOperator},
-                                "export rollouts");
-      !caller.ok()) {
-    return ToGrpcStatus(caller.status());
-  }
+  auto caller = auth_.Check(*ctx, {Role::kResearcher, Role::kTrainer, Role::kOperator}, "export rollouts");
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
   if (grpc::Status s = CheckJobId(req->job_id()); !s.ok()) return s;
   auto row = jobs_->GetJob(req->job_id());
   if (!row.ok()) return ToGrpcStatus(row.status());
+  if (grpc::Status s = CheckReadable(*caller, *row); !s.ok()) return s;
   auto steps = jobs_->Steps(row->job_id);
   if (!steps.ok()) return ToGrpcStatus(steps.status());
   auto results = jobs_->JobResults(row->job_id);

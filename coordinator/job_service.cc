@@ -118,6 +118,7 @@ grpc::Status JobServiceImpl::QueryResults(grpc::ServerContext* ctx, const v1::Re
   f.job_id = req->job_id();
   f.candidate_id = req->candidate_id();
   f.gpu_type = req->gpu_type();
+  f.tenants = ReadableTenants(*caller);
   if (req->verdict() != v1::VERDICT_UNSPECIFIED) f.verdict = VerdictName(req->verdict());
   f.limit = req->limit() == 0 ? 100 : static_cast<int>(std::min<uint32_t>(req->limit(), 10000));
   auto rows = queue_.Query(f);
@@ -185,6 +186,9 @@ grpc::Status JobServiceImpl::EvaluateBatch(grpc::ServerContext* ctx,
   writer->SendInitialMetadata();
   auto progress = queue_.Progress(batch_id);
   if (!progress.ok()) return ToGrpcStatus(progress.status());
+  if (!CanRead(*caller, progress->tenant)) {
+    return grpc::Status(grpc::StatusCode::NOT_FOUND, "no batch " + batch_id);
+  }
   // Results of a busy batch are read at most this often, a few rows per read, instead of one
   // read per result.
   constexpr absl::Duration kMinReadInterval = absl::Milliseconds(20);

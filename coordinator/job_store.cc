@@ -101,11 +101,15 @@ absl::StatusOr<JobRow> JobStore::GetJob(const std::string& job_id) {
   return rows[0];
 }
 
-absl::StatusOr<std::vector<JobRow>> JobStore::ListJobs(int limit, const std::string& task_id) {
+absl::StatusOr<std::vector<JobRow>> JobStore::ListJobs(int limit, const std::string& task_id,
+                                                       const std::vector<std::string>& tenants) {
   ASSIGN_OR_RETURN(
-      PgResult r, pool_.Exec(std::string(kJobColumns) + "WHERE ($1 = '' OR task_id = $1) "
-                                                        "ORDER BY created_at DESC, job_id LIMIT $2",
-                             {task_id, std::to_string(limit)}));
+      PgResult r,
+      pool_.Exec(std::string(kJobColumns) +
+                     "WHERE ($1 = '' OR task_id = $1) "
+                     "  AND (cardinality($3::text[]) = 0 OR tenant = ANY($3::text[])) "
+                     "ORDER BY created_at DESC, job_id LIMIT $2",
+                 {task_id, std::to_string(limit), PgTextArray(tenants)}));
   return ParseJobs(r);
 }
 
@@ -340,7 +344,8 @@ absl::StatusOr<std::vector<TrajectoryRow>> JobStore::Trajectory(const std::strin
 
 absl::StatusOr<std::vector<BestRow>> JobStore::Best(const std::string& task_id,
                                                     const std::string& job_id,
-                                                    const std::string& gpu_type, int per_type) {
+                                                    const std::string& gpu_type, int per_type,
+                                                    const std::vector<std::string>& tenants) {
   if (!job_id.empty() && !IsUuid(job_id)) return UnknownJob(job_id);
   ASSIGN_OR_RETURN(
       PgResult r,
@@ -356,9 +361,11 @@ absl::StatusOr<std::vector<BestRow>> JobStore::Best(const std::string& task_id,
           "    WHERE e.verdict = 'ok' AND ($1 = '' OR e.task_id = $1) "
           "      AND ($2 = '' OR e.job_id = nullif($2, '')::uuid) "
           "      AND ($3 = '' OR e.ran_on_gpu_type = $3) "
+          "      AND (cardinality($5::text[]) = 0 OR EXISTS (SELECT 1 FROM batches bt "
+          "        WHERE bt.batch_id = e.batch_id AND bt.tenant = ANY($5::text[]))) "
           "    ORDER BY e.ran_on_gpu_type, e.candidate_id, e.speedup DESC) b) ranked "
           "WHERE rank <= $4 ORDER BY gpu_type, speedup DESC, candidate_id",
-          {task_id, job_id, gpu_type, std::to_string(per_type)}));
+          {task_id, job_id, gpu_type, std::to_string(per_type), PgTextArray(tenants)}));
   std::vector<BestRow> out;
   for (int i = 0; i < r.rows(); ++i) {
     BestRow b;

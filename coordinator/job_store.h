@@ -73,7 +73,9 @@ class JobStore {
   absl::StatusOr<int64_t> ActiveJobs(const std::string& tenant);
   // NOT_FOUND for an unknown (or malformed) id.
   absl::StatusOr<JobRow> GetJob(const std::string& job_id);
-  absl::StatusOr<std::vector<JobRow>> ListJobs(int limit, const std::string& task_id);
+  // `tenants`: only jobs of these (empty: every job).
+  absl::StatusOr<std::vector<JobRow>> ListJobs(int limit, const std::string& task_id,
+                                               const std::vector<std::string>& tenants = {});
   // Queued or running jobs, oldest first.
   absl::StatusOr<std::vector<std::string>> ActiveJobs();
   // Cancels a queued or running job and drops its evaluations that no worker holds yet.
@@ -110,9 +112,11 @@ class JobStore {
 
   // The job_trajectory view of the job, in finishing order.
   absl::StatusOr<std::vector<TrajectoryRow>> Trajectory(const std::string& job_id);
-  // Best correct candidates per GPU type the evaluation ran on; filters may be empty.
+  // Best correct candidates per GPU type the evaluation ran on; filters may be empty
+  // (`tenants` empty: evaluations of every tenant).
   absl::StatusOr<std::vector<BestRow>> Best(const std::string& task_id, const std::string& job_id,
-                                            const std::string& gpu_type, int per_type);
+                                            const std::string& gpu_type, int per_type,
+                                            const std::vector<std::string>& tenants = {});
 
  private:
   // Finished evaluations matching `where` (with $1 = id), in finishing order.

@@ -1,7 +1,6 @@
 #include "coordinator/pg_token_store.h"
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
 
@@ -31,11 +30,6 @@ TokenRecord Parse(const PgResult& r, int i) {
   return t;
 }
 
-std::string TextArray(const std::vector<std::string>& items) {
-  // Roles are validated names (letters only), so no quoting is needed.
-  return absl::StrCat("{", absl::StrJoin(items, ","), "}");
-}
-
 }  // namespace
 
 absl::StatusOr<std::optional<TokenRecord>> PgTokenStore::FindByHash(const std::string& hash) {
@@ -61,7 +55,7 @@ absl::StatusOr<TokenRecord> PgTokenStore::Create(const std::string& hash,
                               "VALUES ($1, $2, $3, $4::text[], $5, "
                               "  now() + make_interval(secs => $6::float8)) RETURNING",
                               kColumns),
-                 {hash, principal, tenant, TextArray(roles), created_by, ttl}));
+                 {hash, principal, tenant, PgTextArray(roles), created_by, ttl}));
   return Parse(r, 0);
 }
 

@@ -12,21 +12,6 @@
 namespace kforge {
 namespace {
 
-// A text[] literal for PostgreSQL from plain strings (quoted, escaped).
-std::string TextArray(const std::vector<std::string>& items) {
-  std::string out = "{";
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (i) out += ",";
-    out += "\"";
-    for (char c : items[i]) {
-      if (c == '"' || c == '\\') out += '\\';
-      out += c;
-    }
-    out += "\"";
-  }
-  return out + "}";
-}
-
 // Runs `body` in a transaction on one connection, rolling back on error.
 template <typename F>
 auto InTransaction(PgPool& pool, F body) -> decltype(body(std::declval<PgConnection&>())) {
@@ -120,7 +105,7 @@ absl::StatusOr<EnqueuedBatch> QueueStore::Enqueue(const BatchSpec& spec, int64_t
     RETURN_IF_ERROR(c.Exec("INSERT INTO candidates (candidate_id, source, dialect) "
                            "SELECT * FROM unnest($1::text[], $2::text[], $3::text[]) "
                            "ON CONFLICT (candidate_id) DO NOTHING",
-                           {TextArray(ids), TextArray(sources), TextArray(dialects)})
+                           {PgTextArray(ids), PgTextArray(sources), PgTextArray(dialects)})
                         .status());
     // One evaluation per candidate x GPU type; batch_seq numbers them in that order, which is
     // also the order of their ids. A candidate given twice is evaluated once.
@@ -140,7 +125,7 @@ absl::StatusOr<EnqueuedBatch> QueueStore::Enqueue(const BatchSpec& spec, int64_t
                "    enqueued_at) "
                "  SELECT evaluation_id, gpu_type, priority, batch_seq, enqueued_at FROM e) "
                "SELECT gpu_type, count(*) AS n FROM e GROUP BY gpu_type",
-               {TextArray(ids), TextArray(refs), TextArray(spec.gpu_types), spec.task_id,
+               {PgTextArray(ids), PgTextArray(refs), PgTextArray(spec.gpu_types), spec.task_id,
                 out.batch_id, job, spec.settings_json, std::to_string(spec.priority)}));
     for (int i = 0; i < queued.rows(); ++i) {
       out.queued_per_type[queued.Get(i, "gpu_type")] = queued.GetInt(i, "n");
@@ -151,14 +136,16 @@ absl::StatusOr<EnqueuedBatch> QueueStore::Enqueue(const BatchSpec& spec, int64_t
 }
 
 absl::StatusOr<BatchProgress> QueueStore::Progress(const std::string& batch_id) {
-  ASSIGN_OR_RETURN(PgResult r, pool_.Exec("SELECT b.task_id, count(e.*) AS total, "
+  ASSIGN_OR_RETURN(PgResult r, pool_.Exec("SELECT b.task_id, coalesce(b.tenant, '') AS tenant, "
+                                          "  count(e.*) AS total, "
                                           "  count(e.*) FILTER (WHERE e.state = 'done') AS done "
                                           "FROM batches b LEFT JOIN evaluations e USING (batch_id) "
-                                          "WHERE b.batch_id = $1::uuid GROUP BY b.task_id",
+                                          "WHERE b.batch_id = $1::uuid GROUP BY b.task_id, b.tenant",
                                           {batch_id}));
   if (r.rows() == 0) return absl::NotFoundError(absl::StrCat("no batch ", batch_id));
   BatchProgress p;
   p.task_id = r.Get(0, "task_id");
+  p.tenant = r.Get(0, "tenant");
   p.total = static_cast<int>(r.GetInt(0, "total"));
   p.done = static_cast<int>(r.GetInt(0, "done"));
   return p;
@@ -228,9 +215,11 @@ absl::StatusOr<std::vector<StoredEvaluation>> QueueStore::Query(const Evaluation
                      "  AND ($3::text IS NULL OR candidate_id = $3) "
                      "  AND ($4::text IS NULL OR gpu_type = $4 OR ran_on_gpu_type = $4) "
                      "  AND ($5::text IS NULL OR verdict = $5) "
+                     "  AND (cardinality($7::text[]) = 0 OR EXISTS (SELECT 1 FROM batches b "
+                     "    WHERE b.batch_id = evaluations.batch_id AND b.tenant = ANY($7::text[]))) "
                      "ORDER BY finished_at DESC, evaluation_id DESC LIMIT $6"),
                  {param(f.task_id), param(f.job_id), param(f.candidate_id), param(f.gpu_type),
-                  param(f.verdict), std::to_string(f.limit)}));
+                  param(f.verdict), std::to_string(f.limit), PgTextArray(f.tenants)}));
   return ParseEvaluations(r);
 }
 
@@ -342,7 +331,7 @@ absl::Status QueueStore::Heartbeat(const std::string& worker_id,
           "l AS (UPDATE leases SET deadline = now() + make_interval(secs => $3::float8) "
           "  WHERE worker_id = $1::uuid AND lease_id = ANY($2::uuid[])) "
           "SELECT set_config('synchronous_commit', 'off', true)",
-          {worker_id, TextArray(lease_ids), std::to_string(lease_timeout_s)})
+          {worker_id, PgTextArray(lease_ids), std::to_string(lease_timeout_s)})
       .status();
 }
 

@@ -112,12 +112,14 @@ struct StoredEvaluation {
 // Filters for Query; empty fields match everything.
 struct EvaluationFilter {
   std::string task_id, job_id, candidate_id, gpu_type;
+  std::vector<std::string> tenants;  // of the evaluations' batches; empty: every tenant
   std::string verdict;  // "ok", "incorrect", ...
   int limit = 100;
 };
 
 struct BatchProgress {
   std::string task_id;
+  std::string tenant;  // the submitter's; "" for batches from before identities
   int total = 0;
   int done = 0;
 };

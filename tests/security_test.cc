@@ -336,6 +336,80 @@ TEST(SecurityTest, TenantQuotasBiteWithResourceExhausted) {
   EXPECT_EQ(batch(dave, 2).error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
 }
 
+TEST(SecurityTest, TenantsReadOnlyTheirOwnAndThePublicSpace) {
+  Cluster cluster("sec_tenants");
+  ASSERT_NE(cluster.StartWorker("cpu"), nullptr);
+  std::string task = cluster.SubmitTask("examples/tasks/tiny/tiny_relu.py");
+  std::string alice = cluster.CreateToken("alice", "lab", {"researcher"}).token();
+  std::string eve = cluster.CreateToken("eve", "rival", {"researcher"}).token();
+  std::string pub = cluster.CreateToken("shared", "public", {"researcher"}).token();
+  v1::SubmitJobRequest job = ReluJobRequest(task, 1, 7);
+  job.clear_seed_candidates();
+  job.set_gpu_types(0, "any");
+  std::string lab_job = SubmitJob(*cluster.StubWithToken(alice), job);
+  std::string public_job = SubmitJob(*cluster.StubWithToken(pub), job);
+  auto evaluate = [&](const std::string& token, const std::string& candidate) {
+    v1::EvaluateBatchRequest req;
+    req.set_task_id(task);
+    req.add_candidates()->set_source(ReadSourceFile(candidate));
+    req.add_gpu_types("cpu");
+    std::vector<v1::EvaluationRecord> records;
+    std::string batch_id;
+    EXPECT_TRUE(ReadBatch(*cluster.StubWithToken(token), req, &records, &batch_id).ok());
+    return batch_id;
+  };
+  std::string lab_batch = evaluate(alice, "examples/candidates/tiny_relu/correct.py");
+  evaluate(pub, "examples/candidates/tiny_relu/torch_chunked.py");
+
+  auto get_job = [&](const std::string& token, const std::string& id) {
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    v1::GetJobRequest req;
+    req.set_job_id(id);
+    v1::Job out;
+    return cluster.StubWithToken(token)->GetJob(&ctx, req, &out);
+  };
+  grpc::Status s = get_job(eve, lab_job);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(s.error_message(), "no job " + lab_job);
+  EXPECT_TRUE(get_job(eve, public_job).ok());
+  EXPECT_TRUE(get_job(alice, lab_job).ok());
+
+  auto results = [&](const std::string& token) {
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    v1::ResultsQuery q;
+    q.set_task_id(task);
+    v1::ResultsResponse resp;
+    EXPECT_TRUE(cluster.StubWithToken(token)->QueryResults(&ctx, q, &resp).ok());
+    return resp.evaluations_size();
+  };
+  EXPECT_EQ(results(alice), 2);  // lab's and public's
+  EXPECT_EQ(results(eve), 1);    // public's only
+  grpc::ClientContext best_ctx;
+  SetDeadline(best_ctx);
+  v1::BestCandidatesRequest best_req;
+  best_req.set_task_id(task);
+  best_req.set_limit(10);
+  v1::BestCandidatesResponse best;
+  ASSERT_TRUE(cluster.StubWithToken(eve)->GetBestCandidates(&best_ctx, best_req, &best).ok());
+  EXPECT_EQ(best.sources_size(), 1);  // the public candidate's source, not lab's
+  grpc::ClientContext list_ctx;
+  SetDeadline(list_ctx);
+  v1::ListJobsResponse listed;
+  ASSERT_TRUE(
+      cluster.StubWithToken(eve)->ListJobs(&list_ctx, v1::ListJobsRequest(), &listed).ok());
+  ASSERT_EQ(listed.jobs_size(), 1);
+  EXPECT_EQ(listed.jobs(0).job_id(), public_job);
+
+  v1::EvaluateBatchRequest reattach;
+  reattach.set_batch_id(lab_batch);
+  std::vector<v1::EvaluationRecord> none;
+  s = ReadBatch(*cluster.StubWithToken(eve), reattach, &none, nullptr, 10);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_TRUE(none.empty());
+}
+
 TEST(SecurityTest, NothingSecretReachesACandidate) {
   // Secrets in the worker's own environment (as a careless deployment might put them), and
   // its token file: a candidate that prints its environment sees none of them.
