@@ -10,6 +10,7 @@
 #include "common/base/log.h"
 #include "common/pg.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/support/server_interceptor.h"
 
 namespace kforge {
 namespace {
@@ -22,6 +23,40 @@ sigset_t TerminationSignals() {
   sigaddset(&set, SIGHUP);
   return set;
 }
+
+// gRPC answers a request it cannot parse (random bytes, a string field that is not UTF-8)
+// with INTERNAL and an empty message, before any handler runs. This turns that answer into
+// INVALID_ARGUMENT naming the method, so that every call gets a status that says why.
+class MalformedRequestInterceptor final : public grpc::experimental::Interceptor {
+ public:
+  explicit MalformedRequestInterceptor(std::string method) : method_(std::move(method)) {}
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    if (methods->QueryInterceptionHookPoint(
+            grpc::experimental::InterceptionHookPoints::PRE_SEND_STATUS)) {
+      grpc::Status s = methods->GetSendStatus();
+      if (s.error_code() == grpc::StatusCode::INTERNAL && s.error_message().empty()) {
+        methods->ModifySendStatus(grpc::Status(
+            grpc::StatusCode::INVALID_ARGUMENT,
+            absl::StrCat("the request to ", method_,
+                         " is not a valid message (malformed protobuf, or a string field "
+                         "that is not UTF-8)")));
+      }
+    }
+    methods->Proceed();
+  }
+
+ private:
+  const std::string method_;
+};
+
+class MalformedRequestInterceptorFactory final
+    : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  grpc::experimental::Interceptor* CreateServerInterceptor(
+      grpc::experimental::ServerRpcInfo* info) override {
+    return new MalformedRequestInterceptor(info->method());  // gRPC owns interceptors
+  }
+};
 
 }  // namespace
 
@@ -56,6 +91,9 @@ absl::Status ServiceHost::Start() {
   builder.SetMaxReceiveMessageSize(options_.max_message_bytes);
   builder.SetMaxSendMessageSize(options_.max_message_bytes);
   for (grpc::Service* s : services_) builder.RegisterService(s);
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
+  creators.push_back(std::make_unique<MalformedRequestInterceptorFactory>());
+  builder.experimental().SetInterceptorCreators(std::move(creators));
   if (services_.empty()) {
     unimplemented_ = std::make_unique<grpc::CallbackGenericService>();
     builder.RegisterCallbackGenericService(unimplemented_.get());
