@@ -24,6 +24,13 @@ absl::StatusOr<std::string> SecretFromValueOrFile(const std::string& value,
   return ReadSecretFile(file);
 }
 
+bool SecretsEqual(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
 absl::StatusOr<std::string> NewToken() {
   std::ifstream urandom("/dev/urandom", std::ios::binary);
   unsigned char bytes[32];

@@ -20,6 +20,9 @@ absl::StatusOr<std::string> ReadSecretFile(const std::string& path);
 absl::StatusOr<std::string> SecretFromValueOrFile(const std::string& value,
                                                   const std::string& file);
 
+// Equal contents, compared in time independent of where they differ.
+bool SecretsEqual(const std::string& a, const std::string& b);
+
 // A fresh API token: "kf_" and 64 hex digits (256 bits from /dev/urandom).
 absl::StatusOr<std::string> NewToken();
 

@@ -48,6 +48,9 @@ ABSL_FLAG(int64_t, max_queue_depth, 100000, "EvaluateBatch answers RESOURCE_EXHA
 ABSL_FLAG(std::string, gateway_address, "127.0.0.1:50061",
           "the LLM gateway (kforge-gateway) that optimization jobs ask for candidates");
 ABSL_FLAG(int, max_running_jobs, 16, "optimization jobs this coordinator runs at once");
+ABSL_FLAG(std::string, gateway_token_file, "",
+          "a file holding the token this coordinator calls the gateway with (the gateway's "
+          "--caller_token_file)");
 ABSL_FLAG(int, tenant_max_active_jobs, 0,
           "optimization jobs one tenant may have queued or running (0: no quota); past it "
           "SubmitJob answers RESOURCE_EXHAUSTED");
@@ -160,6 +163,15 @@ int Run() {
     LogError("cannot start", {{"error", std::string(s.message())}});
     return 1;
   }
+  std::string gateway_token;
+  if (const std::string file = absl::GetFlag(FLAGS_gateway_token_file); !file.empty()) {
+    auto token = ReadSecretFile(file);
+    if (!token.ok()) {
+      LogError("refusing to start", {{"error", std::string(token.status().message())}});
+      return 1;
+    }
+    gateway_token = *token;
+  }
   Reaper reaper(queue, notifier, host.metrics().registry(), /*interval_s=*/1.0);
   JobRunner::Options runner_options;
   runner_options.max_running_jobs = absl::GetFlag(FLAGS_max_running_jobs);
@@ -167,7 +179,8 @@ int Run() {
   runner_options.max_tenant_queued = limits.max_tenant_queued;
   runner_options.metrics = &host.metrics().registry();
   JobRunner runner(pool, job_store, queue, notifier,
-                   MakeChannel(absl::GetFlag(FLAGS_gateway_address), {"", TlsFromFlags()}),
+                   MakeChannel(absl::GetFlag(FLAGS_gateway_address),
+                               {gateway_token, TlsFromFlags()}),
                    runner_options);
   runner.Start();
   int sig = WaitForTerminationSignal();

@@ -30,6 +30,11 @@ ABSL_FLAG(std::string, database_url, "",
           "accounting, llm_call_id stays empty");
 ABSL_FLAG(std::string, database_url_file, "",
           "a file holding the libpq connection string (wins over --database_url)");
+ABSL_FLAG(std::string, caller_token_file, "",
+          "a file holding the token the coordinators call with (their --gateway_token_file)");
+ABSL_FLAG(bool, allow_unauthenticated, false,
+          "let anyone call (no --caller_token_file): only on a trusted loopback; logged as a "
+          "warning");
 ABSL_FLAG(int, db_pool_size, 4, "PostgreSQL connections");
 ABSL_FLAG(double, db_wait_s, 30, "how long to wait for the database and its schema at startup");
 ABSL_FLAG(std::string, templates_dir, "",
@@ -170,7 +175,19 @@ int Run() {
   defaults.max_candidates = absl::GetFlag(FLAGS_max_candidates);
   gateway::Generator generator(defaults, *templates,
                                {{"openai", &openai}, {"anthropic", &anthropic}}, accounting);
-  GatewayServiceImpl service(generator);
+  std::string caller_token;
+  if (const std::string file = absl::GetFlag(FLAGS_caller_token_file); !file.empty()) {
+    auto token = ReadSecretFile(file);
+    if (!token.ok()) Fail("bad --caller_token_file", std::string(token.status().message()));
+    caller_token = *token;
+  } else if (absl::GetFlag(FLAGS_allow_unauthenticated)) {
+    LogWarning("--allow_unauthenticated: anyone who reaches the gateway may call it");
+  } else {
+    Fail("refusing to start",
+         "--caller_token_file is required: the token coordinators call the gateway with (or "
+         "--allow_unauthenticated on a trusted loopback)");
+  }
+  GatewayServiceImpl service(generator, caller_token);
   host.AddService(&service);
   if (absl::Status s = host.Start(); !s.ok()) {
     LogError("cannot start", {{"error", std::string(s.message())}});

@@ -99,6 +99,8 @@ GW_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0
 # Tokens (docs/security.md): a bootstrap admin token made here, then with it a token for the
 # demo's user (researcher, operator) and one for the worker. Secrets live in files only.
 [[ -s $SECRETS/admin.token ]] || (umask 077; echo "kf_$(random_hex 32)" >"$SECRETS/admin.token")
+# What the coordinator calls the gateway with; the gateway accepts no other caller.
+[[ -s $SECRETS/gateway.token ]] || (umask 077; echo "kf_$(random_hex 32)" >"$SECRETS/gateway.token")
 # TLS on every gRPC hop: a CA of the demo's own and a certificate for 127.0.0.1 signed by it,
 # made once. Every process the demo starts reads them from KFORGE_TLS_* (flags
 # --tls_cert_file, --tls_key_file, --tls_ca_file).
@@ -120,7 +122,8 @@ export KFORGE_TLS_CERT_FILE=$SECRETS/server.pem KFORGE_TLS_KEY_FILE=$SECRETS/ser
 export KFORGE_TLS_CA_FILE=$SECRETS/ca.pem
 start coordinator "$BIN/coordinator/kforge-coordinator" --database_url_file="$SECRETS/database.url" \
   --grpc_address=127.0.0.1:0 --metrics_address=127.0.0.1:0 \
-  --gateway_address="127.0.0.1:$GW_PORT" --bootstrap_admin_token_file="$SECRETS/admin.token"
+  --gateway_address="127.0.0.1:$GW_PORT" --bootstrap_admin_token_file="$SECRETS/admin.token" \
+  --gateway_token_file="$SECRETS/gateway.token"
 COORD=127.0.0.1:$(port_of coordinator)
 new_token() {  # new_token FILE PRINCIPAL ROLES: a token made once, kept in FILE
   [[ -s $1 ]] && return 0
@@ -130,6 +133,7 @@ new_token() {  # new_token FILE PRINCIPAL ROLES: a token made once, kept in FILE
 new_token "$SECRETS/demo.token" demo researcher,operator
 new_token "$SECRETS/worker.token" demo-worker worker
 start gateway "$BIN/llm_gateway/kforge-gateway" --database_url_file="$SECRETS/database.url" \
+  --caller_token_file="$SECRETS/gateway.token" \
   --grpc_address="127.0.0.1:$GW_PORT" --metrics_address=127.0.0.1:0
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
   WORKER_FLAGS=(--device=cuda)

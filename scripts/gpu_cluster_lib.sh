@@ -20,8 +20,9 @@
 # As root, PostgreSQL and the sandbox's children run as nobody (as_user).
 
 # The GPU machine is a closed single-user box and every service runs on its loopback: plaintext
-# gRPC (every kforge binary reads KFORGE_INSECURE as --insecure, and warns).
-export KFORGE_INSECURE=true
+# gRPC (every kforge binary reads KFORGE_INSECURE as --insecure, and warns), and no tokens (the
+# coordinator and the gateway read KFORGE_ALLOW_UNAUTHENTICATED, and warn).
+export KFORGE_INSECURE=true KFORGE_ALLOW_UNAUTHENTICATED=true
 
 WORK=${WORK:-/tmp/kforge-cluster}
 BUNDLE=${BUNDLE:-$PWD/.gpu-carry/cluster/kforge-cluster.tar.xz}
@@ -143,7 +144,7 @@ gc_setup() {
 # (--allow_unauthenticated, which the coordinator warns about).
 gc_start_coordinator() {
   start coordinator "$B/kforge-coordinator" --database_url="$DB_URL" \
-    --grpc_address=127.0.0.1:0 --metrics_address=127.0.0.1:0 --allow_unauthenticated "$@" ||
+    --grpc_address=127.0.0.1:0 --metrics_address=127.0.0.1:0 "$@" ||
     { tail -20 "$L/coordinator.log"; die "coordinator"; }
   COORD=127.0.0.1:$(port_of coordinator grpc_port)
 }

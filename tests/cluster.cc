@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/channel.h"
+#include "common/secrets.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/loopback.h"
@@ -23,6 +24,7 @@ Cluster::Cluster(const std::string& db, bool gateway, std::vector<std::string> c
   EXPECT_TRUE(url.ok()) << url.status();
   url_ = url.ok() ? *url : "";
   if (gateway) {
+    gateway_token_file_ = TokenFile("gateway.token", NewToken().value());
     auto gw_port = UnusedLoopbackPort();
     EXPECT_TRUE(gw_port.ok());
     gateway_address_ = absl::StrCat("127.0.0.1:", gw_port.ok() ? *gw_port : 0);
@@ -34,7 +36,8 @@ Cluster::Cluster(const std::string& db, bool gateway, std::vector<std::string> c
   if (gateway) {
     auto g = ServiceProcess::Start(
         BuiltBinary("llm_gateway/kforge-gateway"),
-        {"--database_url=" + url_, "--grpc_address=" + gateway_address_, "--llm_provider=offline"});
+        {"--database_url=" + url_, "--grpc_address=" + gateway_address_, "--llm_provider=offline",
+         "--caller_token_file=" + gateway_token_file_});
     EXPECT_TRUE(g.ok()) << g.status();
     if (g.ok()) gateway_ = std::move(g).value();
   }
@@ -57,7 +60,10 @@ void Cluster::StartCoordinator(size_t i) {
                                     // be queued for them before a worker has registered), and
                                     // the helm chart's default pool, which has no worker here.
                                     "--gpu_pools=cpu,typeA,typeB,H100"};
-  if (!gateway_address_.empty()) flags.push_back("--gateway_address=" + gateway_address_);
+  if (!gateway_address_.empty()) {
+    flags.push_back("--gateway_address=" + gateway_address_);
+    flags.push_back("--gateway_token_file=" + gateway_token_file_);
+  }
   flags.insert(flags.end(), coordinator_flags_.begin(), coordinator_flags_.end());
   auto c = ServiceProcess::Start(BuiltBinary("coordinator/kforge-coordinator"), flags);
   ASSERT_TRUE(c.ok()) << c.status();

@@ -76,7 +76,7 @@ class Cluster {
   std::string url_, gateway_address_;
   std::vector<std::string> coordinator_flags_;
   TestTokens tokens_;
-  std::string tester_token_, worker_token_, worker_token_file_;
+  std::string tester_token_, worker_token_, worker_token_file_, gateway_token_file_;
   std::vector<std::string> addresses_;  // coordinator i serves on addresses_[i]
   std::vector<std::unique_ptr<ServiceProcess>> coordinators_;
   std::unique_ptr<ServiceProcess> gateway_;

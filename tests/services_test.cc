@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/base/sha256.h"
 #include "common/channel.h"
+#include "common/secrets.h"
 #include "common/pg.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
@@ -125,7 +126,9 @@ TEST(ServicesTest, CoordinatorServesHealthAndMetricsAndStopsOnSigterm) {
 }
 
 TEST(ServicesTest, GatewayServesHealthAndMetricsAndStopsOnSigterm) {
-  auto gateway = StartOrFail("llm_gateway/kforge-gateway", {});
+  auto gateway = StartOrFail(
+      "llm_gateway/kforge-gateway",
+      {"--caller_token_file=" + Tokens().File("gateway.token", NewToken().value())});
   ASSERT_NE(gateway, nullptr);
   ExpectServesThenStopsOnSigterm(*gateway);
 }

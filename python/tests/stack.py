@@ -214,7 +214,9 @@ class Stack:
             self.database_url = pg.create_database(database)
             self.pki = make_pki(self.dir)
             self.ca_file = self.pki["ca"]
-            self.gateway = self._add("llm_gateway/kforge-gateway", [], "gateway")
+            gateway_token = self._secret("gateway.token", "kf_" + os.urandom(32).hex())
+            self.gateway = self._add("llm_gateway/kforge-gateway",
+                                     [f"--caller_token_file={gateway_token}"], "gateway")
             address = f"127.0.0.1:{free_port()}" if fixed_port else "127.0.0.1:0"
             self.admin_token_file = self._secret("admin.token", "kf_" + os.urandom(32).hex())
             self.coordinator = self._add(
@@ -222,6 +224,7 @@ class Stack:
                 [f"--database_url={self.database_url}", "--db_pool_size=6",
                  "--lease_timeout_s=5", "--heartbeat_interval_s=0.5",
                  f"--bootstrap_admin_token_file={self.admin_token_file}",
+                 f"--gateway_token_file={gateway_token}",
                  # The pools the CPU workers stand in for, known before they register.
                  f"--gpu_pools={','.join(worker_gpu_types) or 'cpu'}", *coordinator_flags],
                 "coordinator", grpc_address=address,
