@@ -56,7 +56,10 @@ const char kUsage[] =
     "  kforge token create --principal NAME [--tenant T] --roles R[,R] [--ttl_s S]\n"
     "  kforge token revoke TOKEN_ID | kforge token list\n"
     "  kforge audit [--principal P] [--action A] [--limit N]\n"
-    "Calls carry the API token of --token_file FILE (or $KFORGE_TOKEN).\n"
+    "Calls carry the API token of --token_file FILE (or $KFORGE_TOKEN) and verify the server\n"
+    "against --tls_ca_file (or use --insecure).\n"
+    "Flags may also come from a config file ($KFORGE_CONFIG, else ~/.config/kforge/config):\n"
+    "lines `flag = value`, e.g. coordinator = host:50051, token_file = ..., tls_ca_file = ...\n"
     "Flags may also come from the environment (KFORGE_COORDINATOR, ...).";
 
 int Health(const std::string& address) {
@@ -224,6 +227,7 @@ int Main(const std::vector<std::string>& args) {
 }  // namespace kforge::cli
 
 int main(int argc, char** argv) {
+  kforge::ApplyConfigFile(kforge::ClientConfigPath(), "kforge");
   auto args = kforge::InitFromFlagsAndEnv(argc, argv, "cli", kforge::cli::kUsage);
   return kforge::cli::Main(args);
 }

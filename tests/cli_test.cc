@@ -169,6 +169,32 @@ TEST_F(CliTest, UnknownCommandPrintsUsage) {
   EXPECT_THAT(r.stderr_data, HasSubstr("kforge task add FILE"));
 }
 
+TEST_F(CliTest, AConfigFileGivesTheCoordinatorTokenAndCaUnderFlagsAndEnvironment) {
+  std::string token_file = WriteFile("user.token", user_token_ + "\n");
+  std::string config = WriteFile(
+      "config", "# kforge client settings\ncoordinator = " + coordinator_->grpc_address() +
+                    "\ntoken_file = " + token_file + "\ntls_ca_file = " +
+                    TestPki::Shared().ca_file + "\n");
+  SpawnOptions o;
+  o.argv = {BuiltBinary("cli/kforge"), "workers"};
+  o.env = {"KFORGE_CONFIG=" + config};
+  o.wall_limit_s = 60;
+  SubprocessResult r = RunSubprocess(o);
+  EXPECT_EQ(r.exit_code, 0) << r.stderr_data;
+  EXPECT_THAT(r.stdout_data, StartsWith("WORKER"));
+  // The command line wins over the file.
+  o.argv = {BuiltBinary("cli/kforge"), "workers", "--coordinator=" + ClosedPortAddress(),
+            "--timeout_s=5"};
+  r = RunSubprocess(o);
+  EXPECT_EQ(r.exit_code, kExitUnreachable) << r.Describe();
+  // A line that is not `flag = value` of a kforge flag is refused.
+  o.argv = {BuiltBinary("cli/kforge"), "workers"};
+  o.env = {"KFORGE_CONFIG=" + WriteFile("bad", "tokenfile = x\n")};
+  r = RunSubprocess(o);
+  EXPECT_EQ(r.exit_code, kExitUsage);
+  EXPECT_THAT(r.stderr_data, HasSubstr("bad:1: want `flag = value`"));
+}
+
 TEST_F(CliTest, WorkersListsARegisteredWorker) {
   auto worker = ServiceProcess::Start(
       BuiltBinary("gpu_worker/kforge-worker"),

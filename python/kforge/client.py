@@ -42,11 +42,36 @@ GpuTypes = Union[str, Sequence[str]]
 DEFAULT_MAX_ROUNDS = 5  # JobBudget.max_rounds = 0 means this
 
 # Reconnect quickly after a coordinator restart (gRPC's default backoff grows to 120 s).
-def _token_from_environment() -> str:
-    """$KFORGE_TOKEN, else the content of the file $KFORGE_TOKEN_FILE names, else ""."""
+def client_settings() -> Dict[str, str]:
+    """The clients' config file, as the CLI reads it: $KFORGE_CONFIG, else
+    ~/.config/kforge/config; lines `flag = value` (coordinator, token_file, tls_ca_file,
+    insecure, ...), `#` comments. Empty when there is no file."""
+    path = os.environ.get("KFORGE_CONFIG") or str(Path.home() / ".config/kforge/config")
+    if not os.environ.get("KFORGE_CONFIG") and not Path(path).exists():
+        return {}
+    settings = {}
+    for n, line in enumerate(Path(path).read_text().splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        name, eq, value = line.partition("=")
+        if not eq or not name.strip():
+            raise ValueError(f"{path}:{n}: want `flag = value`, got {line!r}")
+        settings[name.strip()] = value.strip()
+    return settings
+
+
+def _setting(name: str, settings: Dict[str, str]) -> str:
+    """KFORGE_<NAME> from the environment, else `name` from the config file, else ""."""
+    return os.environ.get("KFORGE_" + name.upper()) or settings.get(name, "")
+
+
+def _token(settings: Dict[str, str]) -> str:
+    """$KFORGE_TOKEN, else the content of the token file ($KFORGE_TOKEN_FILE, else the config
+    file's token_file), else ""."""
     if os.environ.get("KFORGE_TOKEN"):
         return os.environ["KFORGE_TOKEN"].strip()
-    path = os.environ.get("KFORGE_TOKEN_FILE")
+    path = _setting("token_file", settings)
     return Path(path).read_text().strip() if path else ""
 
 
@@ -103,28 +128,31 @@ def speedup_reward(evaluation: Evaluation) -> float:
 
 
 class Client:
-    def __init__(self, address: str = "localhost:50051", *, timeout: float = 10.0,
+    def __init__(self, address: Optional[str] = None, *, timeout: float = 10.0,
                  credentials: Optional[grpc.ChannelCredentials] = None,
                  options: Sequence = (), token: Optional[str] = None,
                  tls_ca_file: Optional[str] = None, insecure: Optional[bool] = None):
-        """TLS by default: the server is verified against `tls_ca_file` (else the file
-        $KFORGE_TLS_CA_FILE names, else the system's roots); `insecure=True` (or
-        KFORGE_INSECURE=true) talks plaintext; `credentials` overrides both. The API token is
-        `token`, else $KFORGE_TOKEN, else the content of $KFORGE_TOKEN_FILE."""
+        """Each setting comes from the argument, else the environment (KFORGE_COORDINATOR,
+        KFORGE_TLS_CA_FILE, KFORGE_INSECURE, KFORGE_TOKEN, KFORGE_TOKEN_FILE), else the config
+        file (client_settings()), as for the CLI. TLS by default: the server is verified
+        against the CA file (else the system's roots); `insecure=True` talks plaintext;
+        `credentials` overrides both. The address defaults to localhost:50051."""
+        settings = client_settings()
+        address = address or _setting("coordinator", settings) or "localhost:50051"
         self.address = address
         self.timeout = timeout
         channel_options = list(_DEFAULT_CHANNEL_OPTIONS) + list(options)
         if insecure is None:
-            insecure = os.environ.get("KFORGE_INSECURE", "").lower() in ("1", "true", "yes")
+            insecure = _setting("insecure", settings).lower() in ("1", "true", "yes")
         if credentials is None and not insecure:
-            ca_file = tls_ca_file or os.environ.get("KFORGE_TLS_CA_FILE")
+            ca_file = tls_ca_file or _setting("tls_ca_file", settings)
             roots = Path(ca_file).read_bytes() if ca_file else None
             credentials = grpc.ssl_channel_credentials(root_certificates=roots)
         if credentials is not None:
             self._channel = grpc.secure_channel(address, credentials, channel_options)
         else:
             self._channel = grpc.insecure_channel(address, channel_options)
-        token = token if token is not None else _token_from_environment()
+        token = token if token is not None else _token(settings)
         if token:
             self._channel = grpc.intercept_channel(self._channel, _BearerToken(token))
         self._stub = jobs_pb2_grpc.JobServiceStub(self._channel)

@@ -69,3 +69,19 @@ def test_credentials_are_checked_with_reasons(stack):
                            match=r"sdk-trainer \(roles: trainer\) may not list workers: it "
                                  r"needs the operator role"):
             c.list_workers()
+
+
+def test_the_config_file_names_the_coordinator_token_and_ca(stack, tmp_path, monkeypatch):
+    """Like the CLI: settings from $KFORGE_CONFIG when neither arguments nor the environment
+    give them."""
+    (tmp_path / "token").write_text(stack.token + "\n")
+    config = tmp_path / "config"
+    config.write_text(f"# kforge\ncoordinator = {stack.address}\n"
+                      f"token_file = {tmp_path / 'token'}\ntls_ca_file = {stack.ca_file}\n")
+    monkeypatch.setenv("KFORGE_CONFIG", str(config))
+    with kforge.Client(timeout=30) as c:
+        assert c.address == stack.address
+        assert len(c.list_workers()) >= 1
+    config.write_text("not a setting\n")
+    with pytest.raises(ValueError, match="want `flag = value`"):
+        kforge.Client(timeout=30)
