@@ -226,8 +226,9 @@ class JobEnv : public search::SearchEnv {
           for (const auto& [type, n] : batch->queued_per_type) runner_.notifier_.WorkAdded(type, n);
           break;
         }
-        // A full queue makes the job wait, it does not fail it.
+        // A full queue makes the job wait, it does not fail it (until its wall time is over).
         if (!absl::IsResourceExhausted(batch.status()) || ShouldStop()) return batch.status();
+        if (OutOfWallTime()) return absl::OkStatus();
         SleepUnlessStopping(runner_.options_.retry_after_s);
       }
       RETURN_IF_ERROR(runner_.jobs_.PutStep(
@@ -238,6 +239,10 @@ class JobEnv : public search::SearchEnv {
     }
     Notifier::BatchWatch watch(runner_.notifier_, batch_id);
     while (!ShouldStop()) {
+      // The wall-time budget holds while the job waits for workers too (a pool with no worker
+      // would keep it waiting forever): what has not run by then is dropped, and the search
+      // stops with max_wall_time.
+      if (OutOfWallTime()) return runner_.jobs_.DropQueued(job_.job_id);
       uint64_t seen = watch.generation();
       ASSIGN_OR_RETURN(auto progress, runner_.jobs_.BatchProgress(batch_id));
       // A batch emptied by a cancellation counts as done: look at the job before going on.
@@ -269,6 +274,11 @@ class JobEnv : public search::SearchEnv {
       if (job.ok()) cancelled_ = job->state != "running";
     }
     return cancelled_;
+  }
+
+  bool OutOfWallTime() {
+    const double limit = params_.spec.budget.max_wall_s;
+    return limit > 0 && ElapsedS() >= limit;
   }
 
   double ElapsedS() override {

@@ -281,6 +281,20 @@ TEST(JobsTest, APermanentGatewayErrorFailsTheJobInsteadOfResumingIt) {
   EXPECT_THAT(cluster.coordinator()->log(), ::testing::Not(::testing::HasSubstr("resuming")));
 }
 
+TEST(JobsTest, AJobWaitingForAPoolWithNoWorkerEndsAtItsWallTime) {
+  Cluster cluster("jobs_wall_time", /*gateway=*/true);  // H100 is a pool with no worker here
+  std::string task = cluster.SubmitTask("examples/tasks/tiny/tiny_relu.py");
+  v1::SubmitJobRequest req = ReluJobRequest(task, 5, 42);
+  req.set_gpu_types(0, "H100");
+  req.mutable_budget()->set_max_wall_s(2);
+  std::string id = Submit(cluster, req);
+  std::vector<v1::JobEvent> events = Watch(cluster, id, 60);
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back().finished(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(GetJob(cluster, id).stop_reason(), "max_wall_time");
+  EXPECT_EQ(cluster.Query("SELECT count(*) FROM eval_queue").Get(0, 0), "0");
+}
+
 TEST(JobsTest, CancelledJobStopsAndDropsItsQueuedEvaluations) {
   Cluster cluster("jobs_cancel", /*gateway=*/true);  // no worker: the seeds wait in the queue
   std::string task = cluster.SubmitTask("examples/tasks/tiny/tiny_relu.py");
