@@ -23,8 +23,7 @@
 #include "coordinator/notifier.h"
 #include "coordinator/queue_store.h"
 #include "coordinator/search/search.h"
-#include "grpcpp/channel.h"
-#include "grpcpp/client_context.h"
+#include "coordinator/gateway_client.h"
 #include "kforge/v1/gateway.pb.h"
 #include "prometheus/counter.h"
 #include "prometheus/gauge.h"
@@ -55,8 +54,9 @@ class JobRunner {
     // none when null.
     prometheus::Registry* metrics = nullptr;
   };
+  // `gateway` must outlive the runner.
   JobRunner(PgPool& pool, JobStore& jobs, QueueStore& queue, Notifier& notifier,
-            std::shared_ptr<grpc::Channel> gateway, Options options);
+            GatewayClient& gateway, Options options);
   ~JobRunner();
 
   void Start();
@@ -71,14 +71,12 @@ class JobRunner {
   // One attempt at running the job to its end; UNAVAILABLE-like errors are retried by RunJob.
   absl::Status RunOnce(const std::string& job_id);
   bool stopping() const { return stopping_.load(); }
-  // Registers (add) or forgets an LLM gateway call, so that Stop can cancel it.
-  void TrackCall(grpc::ClientContext* ctx, bool add);
 
   PgPool& pool_;
   JobStore& jobs_;
   QueueStore& queue_;
   Notifier& notifier_;
-  std::shared_ptr<grpc::Channel> gateway_;
+  GatewayClient& gateway_;
   const Options options_;
   // Metrics (null without a registry).
   prometheus::Gauge* running_gauge_ = nullptr;
@@ -91,8 +89,6 @@ class JobRunner {
   absl::Mutex mu_;
   std::map<std::string, std::thread> running_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, bool> finished_ ABSL_GUARDED_BY(mu_);
-  absl::Mutex calls_mu_;
-  std::set<grpc::ClientContext*> calls_ ABSL_GUARDED_BY(calls_mu_);
 };
 
 }  // namespace kforge

@@ -16,6 +16,7 @@
 #include "common/tls.h"
 #include "coordinator/admin_service.h"
 #include "coordinator/auth.h"
+#include "coordinator/grpc_gateway_client.h"
 #include "coordinator/job_runner.h"
 #include "coordinator/job_service.h"
 #include "coordinator/job_store.h"
@@ -178,10 +179,9 @@ int Run() {
   runner_options.max_queue_depth = limits.max_queue_depth;
   runner_options.max_tenant_queued = limits.max_tenant_queued;
   runner_options.metrics = &host.metrics().registry();
-  JobRunner runner(pool, job_store, queue, notifier,
-                   MakeChannel(absl::GetFlag(FLAGS_gateway_address),
-                               {gateway_token, TlsFromFlags()}),
-                   runner_options);
+  GrpcGatewayClient gateway(
+      MakeChannel(absl::GetFlag(FLAGS_gateway_address), {gateway_token, TlsFromFlags()}));
+  JobRunner runner(pool, job_store, queue, notifier, gateway, runner_options);
   runner.Start();
   int sig = WaitForTerminationSignal();
   LogInfo("shutting down", {{"signal", std::to_string(sig)}});
