@@ -1,14 +1,20 @@
 #include "cli/cli_common.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
 #include "absl/flags/flag.h"
+#include "common/channel.h"
+#include "common/secrets.h"
+#include "common/tls.h"
 #include "grpcpp/grpcpp.h"
 
 ABSL_FLAG(std::string, coordinator, "localhost:50051", "coordinator gRPC address");
 ABSL_FLAG(double, timeout_s, 10, "RPC deadline in seconds");
+ABSL_FLAG(std::string, token_file, "",
+          "a file holding the API token to call with (else $KFORGE_TOKEN, else none)");
 
 namespace kforge::cli {
 
@@ -19,16 +25,41 @@ void SetDeadline(grpc::ClientContext& ctx) {
 }
 
 int Fail(const grpc::Status& s) {
-  std::fprintf(stderr, "kforge: %s\n", s.error_message().c_str());
+  const char* kind = s.error_code() == grpc::StatusCode::UNAUTHENTICATED     ? "not authenticated: "
+                     : s.error_code() == grpc::StatusCode::PERMISSION_DENIED ? "permission denied: "
+                                                                             : "";
+  std::fprintf(stderr, "kforge: %s%s\n", kind, s.error_message().c_str());
   return s.error_code() == grpc::StatusCode::UNAVAILABLE ||
                  s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED
              ? kExitUnreachable
              : kExitRpcError;
 }
 
+std::shared_ptr<grpc::Channel> CoordinatorChannel() {
+  ClientCredentials creds;
+  creds.tls = TlsFromFlags();
+  if (const std::string file = absl::GetFlag(FLAGS_token_file); !file.empty()) {
+    auto token = ReadSecretFile(file);
+    if (!token.ok()) {
+      std::fprintf(stderr, "kforge: %s\n", std::string(token.status().message()).c_str());
+      std::exit(kExitUsage);
+    }
+    creds.token = *token;
+  } else if (const char* env = std::getenv("KFORGE_TOKEN"); env != nullptr) {
+    creds.token = env;
+  }
+  return MakeChannel(absl::GetFlag(FLAGS_coordinator), creds);
+}
+
 std::unique_ptr<v1::JobService::Stub> JobStub() {
-  return v1::JobService::NewStub(
-      grpc::CreateChannel(absl::GetFlag(FLAGS_coordinator), grpc::InsecureChannelCredentials()));
+  return v1::JobService::NewStub(CoordinatorChannel());
+}
+
+bool NotNegative(const char* flag, int64_t value) {
+  if (value >= 0) return true;
+  std::fprintf(stderr, "kforge: --%s must not be negative, got %lld\n", flag,
+               static_cast<long long>(value));
+  return false;
 }
 
 bool ReadFile(const std::string& path, std::string* out) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/flags/declare.h"
+#include "grpcpp/channel.h"
 #include "grpcpp/client_context.h"
 #include "kforge/v1/jobs.grpc.pb.h"
 
@@ -26,8 +27,14 @@ constexpr int kExitUnreachable = 3;
 void SetDeadline(grpc::ClientContext& ctx);
 // Prints the error; returns the exit code for it.
 int Fail(const grpc::Status& s);
+// The coordinator's channel, calling with the token of --token_file or $KFORGE_TOKEN (exits
+// with kExitUsage when the file cannot be read).
+std::shared_ptr<grpc::Channel> CoordinatorChannel();
 std::unique_ptr<v1::JobService::Stub> JobStub();
 bool ReadFile(const std::string& path, std::string* out);
+// False (after printing "kforge: --FLAG must not be negative, got V") when `value` < 0: a
+// negative count would otherwise wrap around or silently turn into "no limit".
+bool NotNegative(const char* flag, int64_t value);
 // A task id, or the path of a KernelBench file, which is submitted and its id returned.
 // nullopt (with *exit_code set) when the submission failed.
 std::optional<std::string> ResolveTask(const std::string& task, int* exit_code);
@@ -41,6 +48,9 @@ void PrintRecord(const v1::EvaluationRecord& rec, const std::string& position);
 int JobCommand(const std::vector<std::string>& args);
 int Best();
 int ExportRollouts(const std::vector<std::string>& args);
+// kforge token create|revoke|list (tokens.cc)
+int TokenCommand(const std::vector<std::string>& args);
+int AuditCommand();
 
 }  // namespace kforge::cli
 

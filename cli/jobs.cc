@@ -163,6 +163,11 @@ int Submit(const std::vector<std::string>& seed_files) {
     }
     req.set_dialect(d);
   }
+  if (!NotNegative("rounds", absl::GetFlag(FLAGS_rounds)) ||
+      !NotNegative("max_candidates", absl::GetFlag(FLAGS_max_candidates)) ||
+      !NotNegative("max_tokens", absl::GetFlag(FLAGS_max_tokens))) {
+    return kExitUsage;
+  }
   int code = 0;
   std::optional<std::string> task_id = ResolveTask(task, &code);
   if (!task_id) return code;
@@ -170,9 +175,9 @@ int Submit(const std::vector<std::string>& seed_files) {
   for (const std::string& t : SplitList(absl::GetFlag(FLAGS_gpu))) req.add_gpu_types(t);
   req.set_strategy(absl::GetFlag(FLAGS_strategy));
   v1::JobBudget* b = req.mutable_budget();
-  b->set_max_rounds(static_cast<uint32_t>(std::max(0, absl::GetFlag(FLAGS_rounds))));
-  b->set_max_candidates(static_cast<uint32_t>(std::max(0, absl::GetFlag(FLAGS_max_candidates))));
-  b->set_max_tokens(static_cast<uint64_t>(std::max<int64_t>(0, absl::GetFlag(FLAGS_max_tokens))));
+  b->set_max_rounds(static_cast<uint32_t>(absl::GetFlag(FLAGS_rounds)));
+  b->set_max_candidates(static_cast<uint32_t>(absl::GetFlag(FLAGS_max_candidates)));
+  b->set_max_tokens(static_cast<uint64_t>(absl::GetFlag(FLAGS_max_tokens)));
   b->set_max_wall_s(absl::GetFlag(FLAGS_max_wall_s));
   b->set_target_speedup(absl::GetFlag(FLAGS_target_speedup));
   req.set_seed(absl::GetFlag(FLAGS_seed));
@@ -196,6 +201,7 @@ int List() {
   SetDeadline(ctx);
   v1::ListJobsRequest req;
   req.set_task_id(absl::GetFlag(FLAGS_task));
+  if (!NotNegative("limit", absl::GetFlag(FLAGS_limit))) return kExitUsage;
   req.set_limit(static_cast<uint32_t>(absl::GetFlag(FLAGS_limit)));
   v1::ListJobsResponse resp;
   grpc::Status s = JobStub()->ListJobs(&ctx, req, &resp);

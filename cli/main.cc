@@ -8,6 +8,8 @@
 //   kforge job submit|watch|get|list|cancel ...     optimization jobs
 //   kforge best --task ID | --job ID                best candidates per GPU type
 //   kforge export rollouts JOB [--out FILE]         (prompt, completion, reward) as JSONL
+//   kforge token create|revoke|list                 API tokens (admin role)
+//   kforge audit [--principal P] [--action A]       the audit trail (operator or admin)
 //
 // Exit codes: 0 success, 1 the server answered with an error, 2 bad usage or input,
 // 3 the server could not be reached.
@@ -18,7 +20,9 @@
 #include "absl/flags/flag.h"
 #include "grpcpp/grpcpp.h"
 #include "cli/cli_common.h"
+#include "common/channel.h"
 #include "common/config.h"
+#include "common/tls.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "kforge/v1/jobs.grpc.pb.h"
 
@@ -49,11 +53,18 @@ const char kUsage[] =
     "  kforge job list [--task ID] [--limit N]\n"
     "  kforge best --task ID | --job JOB_ID [--gpu TYPE] [--top N] [--out DIR]\n"
     "  kforge export rollouts JOB_ID [--out FILE.jsonl]\n"
+    "  kforge token create --principal NAME [--tenant T] --roles R[,R] [--ttl_s S]\n"
+    "  kforge token revoke TOKEN_ID | kforge token list\n"
+    "  kforge audit [--principal P] [--action A] [--limit N]\n"
+    "Calls carry the API token of --token_file FILE (or $KFORGE_TOKEN) and verify the server\n"
+    "against --tls_ca_file (or use --insecure).\n"
+    "Flags may also come from a config file ($KFORGE_CONFIG, else ~/.config/kforge/config):\n"
+    "lines `flag = value`, e.g. coordinator = host:50051, token_file = ..., tls_ca_file = ...\n"
     "Flags may also come from the environment (KFORGE_COORDINATOR, ...).";
 
 int Health(const std::string& address) {
   auto stub = grpc::health::v1::Health::NewStub(
-      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+      MakeChannel(address, {"", TlsFromFlags()}));
   grpc::ClientContext ctx;
   SetDeadline(ctx);
   grpc::health::v1::HealthCheckRequest req;
@@ -123,6 +134,7 @@ int Results() {
     }
     q.set_verdict(v);
   }
+  if (!NotNegative("limit", absl::GetFlag(FLAGS_limit))) return kExitUsage;
   q.set_limit(static_cast<uint32_t>(absl::GetFlag(FLAGS_limit)));
   grpc::ClientContext ctx;
   SetDeadline(ctx);
@@ -159,6 +171,7 @@ int Eval(const std::vector<std::string>& candidates) {
       c->set_client_ref(path);
     }
     for (const std::string& t : SplitList(absl::GetFlag(FLAGS_gpu))) req.add_gpu_types(t);
+    if (!NotNegative("priority", absl::GetFlag(FLAGS_priority))) return kExitUsage;
     req.set_priority(static_cast<uint32_t>(absl::GetFlag(FLAGS_priority)));
   }
   grpc::ClientContext ctx;  // no deadline: a batch takes as long as its evaluations
@@ -201,6 +214,8 @@ int Main(const std::vector<std::string>& args) {
   if (cmd == "eval") return Eval({args.begin() + 2, args.end()});
   if (cmd == "results" && args.size() == 2) return Results();
   if (cmd == "job") return JobCommand({args.begin() + 2, args.end()});
+  if (cmd == "token") return TokenCommand({args.begin() + 2, args.end()});
+  if (cmd == "audit" && args.size() == 2) return AuditCommand();
   if (cmd == "best" && args.size() == 2) return Best();
   if (cmd == "export" && args.size() >= 3 && args[2] == "rollouts") {
     return ExportRollouts({args.begin() + 3, args.end()});
@@ -212,6 +227,7 @@ int Main(const std::vector<std::string>& args) {
 }  // namespace kforge::cli
 
 int main(int argc, char** argv) {
+  kforge::ApplyConfigFile(kforge::ClientConfigPath(), "kforge");
   auto args = kforge::InitFromFlagsAndEnv(argc, argv, "cli", kforge::cli::kUsage);
   return kforge::cli::Main(args);
 }

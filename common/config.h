@@ -22,6 +22,16 @@ std::vector<std::string> InitFromFlagsAndEnv(int argc, char** argv, const char* 
 // The environment variable that configures a flag: "database_url" -> "KFORGE_DATABASE_URL".
 std::string EnvNameForFlag(const std::string& flag);
 
+// The clients' config file: $KFORGE_CONFIG, else ~/.config/kforge/config when it exists; ""
+// when there is none.
+std::string ClientConfigPath();
+
+// Reads `path` (lines `flag = value`, `#` comments) and sets KFORGE_<FLAG> for every flag the
+// environment does not set already, so that the command line wins over the environment and
+// the environment over the file. Exits with status 2 on an unreadable file, a malformed line
+// or an unknown flag. Call before InitFromFlagsAndEnv; nothing happens for "".
+void ApplyConfigFile(const std::string& path, const char* component);
+
 }  // namespace kforge
 
 #endif  // KFORGE_COMMON_CONFIG_H_

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 
@@ -85,15 +86,22 @@ absl::StatusOr<PgResult> PgConnection::Check(PGresult* raw) {
   }
   const char* state = raw ? PQresultErrorField(raw, PG_DIAG_SQLSTATE) : nullptr;
   std::string code = state ? state : "";
-  if (code == "23505") return absl::AlreadyExistsError(msg);
-  if (code == "40001" || code == "40P01") return absl::FailedPreconditionError(msg);
-  if (code.rfind("22", 0) == 0 || code.rfind("23", 0) == 0) {
-    return absl::InvalidArgumentError(msg);
-  }
-  if (code.rfind("08", 0) == 0 || code == "57P01" || code == "57P02" || code == "57P03") {
+  absl::Status error;
+  if (code == "23505") {
+    error = absl::AlreadyExistsError(msg);
+  } else if (code == "40001" || code == "40P01") {
+    error = absl::AbortedError(msg);
+  } else if (code.rfind("22", 0) == 0 || code.rfind("23", 0) == 0) {
+    error = absl::InvalidArgumentError(msg);
+  } else if (code.rfind("08", 0) == 0 || code == "57P01" || code == "57P02" ||
+             code == "57P03") {
     return absl::UnavailableError(msg);
+  } else {
+    error = absl::InternalError(absl::StrCat("PostgreSQL error ", code, ": ", msg));
   }
-  return absl::InternalError(absl::StrCat("PostgreSQL error ", code, ": ", msg));
+  // PostgreSQL's text may quote the data (a source, a name): for the service's log only.
+  error.SetPayload(kDatabaseErrorPayload, absl::Cord(code));
+  return error;
 }
 
 namespace {
@@ -195,8 +203,22 @@ absl::StatusOr<PgResult> PgPool::ExecPrepared(const std::string& sql, const PgPa
   return (*lease)->ExecPrepared(sql, params);
 }
 
+std::string PgTextArray(const std::vector<std::string>& items) {
+  std::string out = "{";
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i) out += ",";
+    out += "\"";
+    for (char c : items[i]) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+    out += "\"";
+  }
+  return out + "}";
+}
+
 bool IsRetryablePgError(const absl::Status& status) {
-  return absl::IsUnavailable(status) || absl::IsFailedPrecondition(status);
+  return absl::IsUnavailable(status) || absl::IsAborted(status);
 }
 
 }  // namespace kforge

@@ -31,6 +31,9 @@ typedef struct pg_result PGresult;
 
 namespace kforge {
 
+// The payload type URL on statuses made from PostgreSQL's errors (value: the SQLSTATE).
+inline constexpr char kDatabaseErrorPayload[] = "type.kforge.dev/database_error";
+
 // A query result (owning). Columns are addressed by index or name; values are text.
 class PgResult {
  public:
@@ -67,9 +70,11 @@ class PgConnection {
   ~PgConnection();
 
   // Runs one statement with text parameters ($1, $2...). Errors map to canonical codes:
-  // UNAVAILABLE (connection lost), ALREADY_EXISTS (unique violation), FAILED_PRECONDITION
-  // (serialization failure, deadlock: retry the transaction), INVALID_ARGUMENT (bad data),
-  // INTERNAL (anything else); the message carries PostgreSQL's own.
+  // UNAVAILABLE (connection lost), ALREADY_EXISTS (unique violation), ABORTED (serialization
+  // failure, deadlock: retry the transaction), INVALID_ARGUMENT (bad data), INTERNAL (anything
+  // else); the message carries PostgreSQL's own. Every error but UNAVAILABLE carries the
+  // payload kDatabaseErrorPayload (the SQLSTATE), so that ToGrpcStatus (common/service.h)
+  // keeps PostgreSQL's text, which may quote the data, out of what clients see.
   absl::StatusOr<PgResult> Exec(const std::string& sql, const PgParams& params = {});
   // The same, through a statement prepared on this connection the first time `sql` is run
   // on it: for hot statements, whose parse and plan would otherwise cost more than running
@@ -129,6 +134,9 @@ class PgPool {
   std::vector<std::unique_ptr<PgConnection>> idle_ ABSL_GUARDED_BY(mu_);
   int open_ ABSL_GUARDED_BY(mu_) = 0;  // connections in existence (idle or leased)
 };
+
+// A text[] literal from plain strings (each quoted and escaped), for a `$n::text[]` parameter.
+std::string PgTextArray(const std::vector<std::string>& items);
 
 // True for errors after which retrying the whole transaction may succeed.
 bool IsRetryablePgError(const absl::Status& status);

@@ -22,6 +22,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/metrics.h"
+#include "common/tls.h"
 #include "grpcpp/generic/async_generic_service.h"
 #include "grpcpp/grpcpp.h"
 
@@ -34,6 +35,7 @@ struct ServiceOptions {
   std::string ready_file;        // if set, a JSON file {"grpc_port":..,"metrics_port":..}
                                  // written once serving (tests and scripts wait for it)
   double shutdown_grace_s = 10;  // in-flight RPCs get this long after SIGTERM
+  TlsSettings tls;               // certificate and key to serve with, or insecure (common/tls.h)
   int max_message_bytes = 64 << 20;
 };
 
@@ -70,7 +72,9 @@ class ServiceHost {
   int grpc_port_ = 0;
 };
 
-// absl::Status -> grpc::Status at the RPC edge (same canonical code, same message).
+// absl::Status -> grpc::Status at the RPC edge: same canonical code, same message, except for
+// PostgreSQL's errors (kDatabaseErrorPayload), whose text is logged with a reference and
+// replaced by "database error SQLSTATE (ref R; ...)".
 grpc::Status ToGrpcStatus(const absl::Status& status);
 // grpc::Status -> absl::Status for clients.
 absl::Status FromGrpcStatus(const grpc::Status& status);

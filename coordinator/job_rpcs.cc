@@ -2,6 +2,7 @@
 // GetBestCandidates, ExportRollouts. They read and write PostgreSQL only; the JobRunner picks
 // submitted jobs up from there.
 #include <algorithm>
+#include <cmath>
 #include <random>
 
 #include "common/base/log.h"
@@ -11,12 +12,25 @@
 #include "coordinator/job_runner.h"
 #include "coordinator/job_service.h"
 #include "coordinator/search/reward.h"
+#include "coordinator/task_validation.h"
 
 namespace kforge {
 namespace {
 
 constexpr int kMaxSeedCandidates = 100;
 constexpr uint32_t kMaxRounds = 1000;
+constexpr double kMaxWallS = 30 * 24 * 3600;  // a month
+
+// NOT_FOUND (as for a job that does not exist) unless `p` may read what the job's tenant owns.
+grpc::Status CheckReadable(const Principal& p, const JobRow& job) {
+  if (CanRead(p, job.tenant)) return grpc::Status::OK;
+  return {grpc::StatusCode::NOT_FOUND, "no job " + job.job_id};
+}
+
+// INVALID_ARGUMENT unless `job_id` is a UUID (PostgreSQL's own complaint would quote it).
+grpc::Status CheckJobId(const std::string& job_id) {
+  return ToGrpcStatus(ValidateUuid(job_id, "job_id"));
+}
 
 grpc::Status BadRequest(const std::string& why) {
   return {grpc::StatusCode::INVALID_ARGUMENT, why};
@@ -75,8 +89,13 @@ grpc::Status ParseJobRequest(const v1::SubmitJobRequest& req, JobParams* out,
   if (b.max_rounds() > kMaxRounds) {
     return BadRequest("budget.max_rounds must be at most " + std::to_string(kMaxRounds));
   }
-  if (b.max_wall_s() < 0 || b.target_speedup() < 0) {
-    return BadRequest("budget.max_wall_s and budget.target_speedup must not be negative");
+  // Written so that NaN fails too.
+  if (!(b.max_wall_s() >= 0 && b.max_wall_s() <= kMaxWallS)) {
+    return BadRequest("budget.max_wall_s must be within [0, " + std::to_string(int(kMaxWallS)) +
+                      "] seconds (0: no limit)");
+  }
+  if (!(b.target_speedup() >= 0 && std::isfinite(b.target_speedup()))) {
+    return BadRequest("budget.target_speedup must be finite and not negative (0: none)");
   }
   out->spec.budget.max_rounds = b.max_rounds() == 0 ? 5 : static_cast<int>(b.max_rounds());
   out->spec.budget.max_candidates =
@@ -89,7 +108,7 @@ grpc::Status ParseJobRequest(const v1::SubmitJobRequest& req, JobParams* out,
       provider != "anthropic") {
     return BadRequest("llm.provider must be offline, openai or anthropic, not '" + provider + "'");
   }
-  if (req.llm().temperature() < 0 || req.llm().temperature() > 2) {
+  if (!(req.llm().temperature() >= 0 && req.llm().temperature() <= 2)) {
     return BadRequest("llm.temperature must be within [0, 2]");
   }
   out->llm = req.llm();
@@ -99,6 +118,9 @@ grpc::Status ParseJobRequest(const v1::SubmitJobRequest& req, JobParams* out,
   for (int i = 0; i < req.seed_candidates_size(); ++i) {
     const std::string& src = req.seed_candidates(i);
     if (src.empty()) return BadRequest("seed candidate " + std::to_string(i) + " is empty");
+    if (absl::Status s = ValidateUtf8(src, "seed candidate " + std::to_string(i)); !s.ok()) {
+      return ToGrpcStatus(s);
+    }
     if (src.size() > max_source_bytes) {
       return BadRequest("seed candidate " + std::to_string(i) + " is larger than " +
                         std::to_string(max_source_bytes) + " bytes");
@@ -131,39 +153,61 @@ grpc::Status JobServiceImpl::FillJob(const JobRow& row, v1::Job* out) {
   return grpc::Status::OK;
 }
 
-grpc::Status JobServiceImpl::SubmitJob(grpc::ServerContext*, const v1::SubmitJobRequest* req,
+grpc::Status JobServiceImpl::SubmitJob(grpc::ServerContext* ctx, const v1::SubmitJobRequest* req,
                                        v1::SubmitJobResponse* resp) {
   if (!jobs_) return NoJobs();
+  auto caller = auth_.Check(*ctx, {Role::kResearcher}, "submit jobs");
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
   JobParams params;
   std::vector<SeedCandidate> seeds;
   if (grpc::Status s = ParseJobRequest(*req, &params, &seeds, limits_.max_candidate_bytes);
       !s.ok()) {
     return s;
   }
+  if (grpc::Status s = CheckGpuTypes(params.spec.gpu_types); !s.ok()) return s;
+  if (limits_.max_tenant_active_jobs > 0) {
+    auto active = jobs_->ActiveJobs(caller->tenant);
+    if (!active.ok()) return ToGrpcStatus(active.status());
+    if (*active >= limits_.max_tenant_active_jobs) {
+      return {grpc::StatusCode::RESOURCE_EXHAUSTED,
+              "tenant " + caller->tenant + " has " + std::to_string(*active) +
+                  " jobs queued or running; its quota is " +
+                  std::to_string(limits_.max_tenant_active_jobs) +
+                  "; wait for one to finish or cancel one"};
+    }
+  }
   auto id = jobs_->CreateJob(req->task_id(), params.spec.gpu_types, params.spec.strategy,
-                             params.ToJson(), seeds);
+                             params.ToJson(), seeds, caller->name, caller->tenant);
   if (!id.ok()) return ToGrpcStatus(id.status());
   resp->set_job_id(*id);
+  Audit(audit_, *caller, "submit_job", *id, {{"task_id", req->task_id()}});
   LogInfo("job submitted", {{"job_id", *id},
                             {"task_id", req->task_id()},
                             {"strategy", params.spec.strategy},
-                            {"seeds", std::to_string(seeds.size())}});
+                            {"seeds", std::to_string(seeds.size())},
+                            {"principal", caller->name}});
   return grpc::Status::OK;
 }
 
-grpc::Status JobServiceImpl::GetJob(grpc::ServerContext*, const v1::GetJobRequest* req,
+grpc::Status JobServiceImpl::GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req,
                                     v1::Job* resp) {
   if (!jobs_) return NoJobs();
+  auto caller = auth_.Check(*ctx, {Role::kResearcher, Role::kOperator}, "read jobs");
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
+  if (grpc::Status s = CheckJobId(req->job_id()); !s.ok()) return s;
   auto row = jobs_->GetJob(req->job_id());
   if (!row.ok()) return ToGrpcStatus(row.status());
+  if (grpc::Status s = CheckReadable(*caller, *row); !s.ok()) return s;
   return FillJob(*row, resp);
 }
 
-grpc::Status JobServiceImpl::ListJobs(grpc::ServerContext*, const v1::ListJobsRequest* req,
+grpc::Status JobServiceImpl::ListJobs(grpc::ServerContext* ctx, const v1::ListJobsRequest* req,
                                       v1::ListJobsResponse* resp) {
   if (!jobs_) return NoJobs();
+  auto caller = auth_.Check(*ctx, {Role::kResearcher, Role::kOperator}, "read jobs");
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
   int limit = req->limit() == 0 ? 50 : static_cast<int>(std::min<uint32_t>(req->limit(), 1000));
-  auto rows = jobs_->ListJobs(limit, req->task_id());
+  auto rows = jobs_->ListJobs(limit, req->task_id(), ReadableTenants(*caller));
   if (!rows.ok()) return ToGrpcStatus(rows.status());
   for (const JobRow& row : *rows) {
     if (grpc::Status s = FillJob(row, resp->add_jobs()); !s.ok()) return s;
@@ -171,21 +215,42 @@ grpc::Status JobServiceImpl::ListJobs(grpc::ServerContext*, const v1::ListJobsRe
   return grpc::Status::OK;
 }
 
-grpc::Status JobServiceImpl::CancelJob(grpc::ServerContext*, const v1::CancelJobRequest* req,
+grpc::Status JobServiceImpl::CancelJob(grpc::ServerContext* ctx, const v1::CancelJobRequest* req,
                                        v1::CancelJobResponse* resp) {
   if (!jobs_) return NoJobs();
+  auto caller = auth_.Check(*ctx, {Role::kResearcher, Role::kOperator}, "cancel jobs");
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
+  if (grpc::Status s = CheckJobId(req->job_id()); !s.ok()) return s;
+  auto job = jobs_->GetJob(req->job_id());
+  if (!job.ok()) return ToGrpcStatus(job.status());
+  if (grpc::Status s = CheckReadable(*caller, *job); !s.ok()) return s;
+  if (!caller->Has(Role::kOperator) && job->owner != caller->name) {
+    return {grpc::StatusCode::PERMISSION_DENIED,
+            caller->name + " may not cancel job " + req->job_id() + ": it belongs to " +
+                (job->owner.empty() ? std::string("nobody") : job->owner) +
+                " (only its owner or an operator may cancel it)"};
+  }
   auto state = jobs_->CancelJob(req->job_id());
   if (!state.ok()) return ToGrpcStatus(state.status());
   resp->set_state(StateFromName(*state));
-  LogInfo("job cancel requested", {{"job_id", req->job_id()}, {"state", *state}});
+  Audit(audit_, *caller, "cancel_job", req->job_id(), {{"state", *state}});
+  LogInfo("job cancel requested",
+          {{"job_id", req->job_id()}, {"state", *state}, {"principal", caller->name}});
   return grpc::Status::OK;
 }
 
 grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* ctx, const v1::WatchJobRequest* req,
                                       grpc::ServerWriter<v1::JobEvent>* writer) {
   if (!jobs_) return NoJobs();
+  auto caller = auth_.Check(*ctx, {Role::kResearcher, Role::kOperator}, "read jobs");
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
   const std::string& job_id = req->job_id();
-  if (auto row = jobs_->GetJob(job_id); !row.ok()) return ToGrpcStatus(row.status());
+  if (grpc::Status s = CheckJobId(job_id); !s.ok()) return s;
+  if (auto row = jobs_->GetJob(job_id); !row.ok()) {
+    return ToGrpcStatus(row.status());
+  } else if (grpc::Status s = CheckReadable(*caller, *row); !s.ok()) {
+    return s;
+  }
   std::set<std::pair<int, int>> steps_sent;
   std::set<int64_t> results_sent;
   std::map<std::string, double> best;
@@ -256,15 +321,21 @@ grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* ctx, const v1::WatchJ
   return grpc::Status(grpc::StatusCode::CANCELLED, "client cancelled");
 }
 
-grpc::Status JobServiceImpl::GetBestCandidates(grpc::ServerContext*,
+grpc::Status JobServiceImpl::GetBestCandidates(grpc::ServerContext* ctx,
                                                const v1::BestCandidatesRequest* req,
                                                v1::BestCandidatesResponse* resp) {
   if (!jobs_) return NoJobs();
+  auto caller = auth_.Check(*ctx, {Role::kResearcher, Role::kOperator}, "read candidates");
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
   if (req->task_id().empty() && req->job_id().empty()) {
     return BadRequest("task_id or job_id is required");
   }
+  if (!req->job_id().empty()) {
+    if (grpc::Status s = CheckJobId(req->job_id()); !s.ok()) return s;
+  }
   int per_type = req->limit() == 0 ? 1 : static_cast<int>(std::min<uint32_t>(req->limit(), 100));
-  auto rows = jobs_->Best(req->task_id(), req->job_id(), req->gpu_type(), per_type);
+  auto rows = jobs_->Best(req->task_id(), req->job_id(), req->gpu_type(), per_type,
+                          ReadableTenants(*caller));
   if (!rows.ok()) return ToGrpcStatus(rows.status());
   for (const BestRow& b : *rows) {
     ToBest(b, resp->add_best());
@@ -273,11 +344,18 @@ grpc::Status JobServiceImpl::GetBestCandidates(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status JobServiceImpl::GetJobTrajectory(grpc::ServerContext*,
+grpc::Status JobServiceImpl::GetJobTrajectory(grpc::ServerContext* ctx,
                                               const v1::JobTrajectoryRequest* req,
                                               v1::JobTrajectoryResponse* resp) {
   if (!jobs_) return NoJobs();
-  if (auto row = jobs_->GetJob(req->job_id()); !row.ok()) return ToGrpcStatus(row.status());
+  auto caller = auth_.Check(*ctx, {Role::kResearcher, Role::kOperator}, "read jobs");
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
+  if (grpc::Status s = CheckJobId(req->job_id()); !s.ok()) return s;
+  if (auto row = jobs_->GetJob(req->job_id()); !row.ok()) {
+    return ToGrpcStatus(row.status());
+  } else if (grpc::Status s = CheckReadable(*caller, *row); !s.ok()) {
+    return s;
+  }
   auto points = jobs_->Trajectory(req->job_id());
   if (!points.ok()) return ToGrpcStatus(points.status());
   for (const TrajectoryRow& t : *points) {
@@ -294,12 +372,16 @@ grpc::Status JobServiceImpl::GetJobTrajectory(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status JobServiceImpl::ExportRollouts(grpc::ServerContext*,
+grpc::Status JobServiceImpl::ExportRollouts(grpc::ServerContext* ctx,
                                             const v1::ExportRolloutsRequest* req,
                                             grpc::ServerWriter<v1::Rollout>* writer) {
   if (!jobs_) return NoJobs();
+  auto caller = auth_.Check(*ctx, {Role::kResearcher, Role::kTrainer, Role::kOperator}, "export rollouts");
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
+  if (grpc::Status s = CheckJobId(req->job_id()); !s.ok()) return s;
   auto row = jobs_->GetJob(req->job_id());
   if (!row.ok()) return ToGrpcStatus(row.status());
+  if (grpc::Status s = CheckReadable(*caller, *row); !s.ok()) return s;
   auto steps = jobs_->Steps(row->job_id);
   if (!steps.ok()) return ToGrpcStatus(steps.status());
   auto results = jobs_->JobResults(row->job_id);

@@ -8,8 +8,6 @@
 #include "common/result_json.h"
 #include "common/service.h"
 #include "common/status_macros.h"
-#include "grpcpp/client_context.h"
-#include "kforge/v1/gateway.grpc.pb.h"
 
 namespace kforge {
 namespace {
@@ -17,11 +15,6 @@ namespace {
 bool IsTransient(const absl::Status& s) {
   return absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s) || absl::IsResourceExhausted(s) ||
          absl::IsAborted(s) || IsRetryablePgError(s);
-}
-
-std::chrono::system_clock::time_point Deadline(double seconds) {
-  return std::chrono::system_clock::now() +
-         std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
 }
 
 }  // namespace
@@ -83,8 +76,7 @@ class JobEnv : public search::SearchEnv {
       : runner_(runner),
         job_(job),
         params_(params),
-        task_source_(std::move(task_source)),
-        stub_(v1::GatewayService::NewStub(runner.gateway_)) {}
+        task_source_(std::move(task_source)) {}
 
   absl::StatusOr<search::GenerateReply> Generate(const search::GenerateAsk& ask) override {
     ASSIGN_OR_RETURN(nlohmann::json payload, Journalled(ask.round, ask.step, "generate",
@@ -148,8 +140,11 @@ class JobEnv : public search::SearchEnv {
     req.set_seed(ask.seed);
     req.set_idea(ask.idea);
     v1::GenerateResponse resp;
-    RETURN_IF_ERROR(
-        CallGateway([&](grpc::ClientContext* ctx) { return stub_->Generate(ctx, req, &resp); }));
+    RETURN_IF_ERROR(CallGateway([&](bool wait_for_ready) -> absl::Status {
+      ASSIGN_OR_RETURN(resp, runner_.gateway_.Generate(req, runner_.options_.gateway_timeout_s,
+                                                       wait_for_ready));
+      return absl::OkStatus();
+    }));
     nlohmann::json proposals = nlohmann::json::array();
     for (const v1::GeneratedCandidate& c : resp.candidates()) {
       proposals.push_back({{"source", c.source()},
@@ -181,8 +176,11 @@ class JobEnv : public search::SearchEnv {
     *req.mutable_llm() = params_.llm;
     req.set_seed(ask.seed);
     v1::ProposeIdeasResponse resp;
-    RETURN_IF_ERROR(CallGateway(
-        [&](grpc::ClientContext* ctx) { return stub_->ProposeIdeas(ctx, req, &resp); }));
+    RETURN_IF_ERROR(CallGateway([&](bool wait_for_ready) -> absl::Status {
+      ASSIGN_OR_RETURN(resp, runner_.gateway_.ProposeIdeas(
+                                 req, runner_.options_.gateway_timeout_s, wait_for_ready));
+      return absl::OkStatus();
+    }));
     return nlohmann::json{
         {"ideas", std::vector<std::string>(resp.ideas().begin(), resp.ideas().end())},
         {"tokens", resp.tokens_in() + resp.tokens_out()},
@@ -211,20 +209,24 @@ class JobEnv : public search::SearchEnv {
       spec.task_id = job_.task_id;
       spec.gpu_types = params_.spec.gpu_types;
       spec.job_id = job_.job_id;
+      spec.owner = job_.owner;
+      spec.tenant = job_.tenant;
       nlohmann::json ids = nlohmann::json::array();
       for (const search::Member* m : members) {
         spec.candidates.push_back({m->source, m->dialect, m->candidate_id});
         ids.push_back(m->candidate_id);
       }
       while (true) {
-        auto batch = runner_.queue_.Enqueue(spec, runner_.options_.max_queue_depth);
+        auto batch = runner_.queue_.Enqueue(spec, runner_.options_.max_queue_depth,
+                                            runner_.options_.max_tenant_queued);
         if (batch.ok()) {
           batch_id = batch->batch_id;
           for (const auto& [type, n] : batch->queued_per_type) runner_.notifier_.WorkAdded(type, n);
           break;
         }
-        // A full queue makes the job wait, it does not fail it.
+        // A full queue makes the job wait, it does not fail it (until its wall time is over).
         if (!absl::IsResourceExhausted(batch.status()) || ShouldStop()) return batch.status();
+        if (OutOfWallTime()) return absl::OkStatus();
         SleepUnlessStopping(runner_.options_.retry_after_s);
       }
       RETURN_IF_ERROR(runner_.jobs_.PutStep(
@@ -235,6 +237,10 @@ class JobEnv : public search::SearchEnv {
     }
     Notifier::BatchWatch watch(runner_.notifier_, batch_id);
     while (!ShouldStop()) {
+      // The wall-time budget holds while the job waits for workers too (a pool with no worker
+      // would keep it waiting forever): what has not run by then is dropped, and the search
+      // stops with max_wall_time.
+      if (OutOfWallTime()) return runner_.jobs_.DropQueued(job_.job_id);
       uint64_t seen = watch.generation();
       ASSIGN_OR_RETURN(auto progress, runner_.jobs_.BatchProgress(batch_id));
       // A batch emptied by a cancellation counts as done: look at the job before going on.
@@ -268,6 +274,11 @@ class JobEnv : public search::SearchEnv {
     return cancelled_;
   }
 
+  bool OutOfWallTime() {
+    const double limit = params_.spec.budget.max_wall_s;
+    return limit > 0 && ElapsedS() >= limit;
+  }
+
   double ElapsedS() override {
     auto s = runner_.jobs_.ElapsedS(job_.job_id);
     return s.ok() ? *s : 0;
@@ -298,17 +309,13 @@ class JobEnv : public search::SearchEnv {
 
   // Calls the gateway, retrying while it is unreachable or busy (with backoff, up to about a
   // minute); the call can be cancelled by JobRunner::Stop.
-  absl::Status CallGateway(const std::function<grpc::Status(grpc::ClientContext*)>& call) {
+  // `call(wait_for_ready)` makes one attempt; the first does not wait for an unreachable
+  // gateway, the retries do.
+  absl::Status CallGateway(const std::function<absl::Status(bool)>& call) {
     double backoff = 0.5;
     for (int attempt = 0;; ++attempt) {
-      grpc::ClientContext ctx;
-      ctx.set_deadline(Deadline(runner_.options_.gateway_timeout_s));
-      ctx.set_wait_for_ready(attempt > 0);
-      runner_.TrackCall(&ctx, true);
-      grpc::Status s = runner_.stopping() ? grpc::Status::CANCELLED : call(&ctx);
-      runner_.TrackCall(&ctx, false);
-      if (s.ok()) return absl::OkStatus();
-      absl::Status st = FromGrpcStatus(s);
+      absl::Status st = runner_.stopping() ? absl::CancelledError("stopping") : call(attempt > 0);
+      if (st.ok()) return absl::OkStatus();
       if (!IsTransient(st) || attempt >= 6 || runner_.stopping()) {
         return absl::Status(st.code(), "LLM gateway: " + std::string(st.message()));
       }
@@ -331,19 +338,18 @@ class JobEnv : public search::SearchEnv {
   const JobRow& job_;
   const JobParams& params_;
   const std::string task_source_;
-  std::unique_ptr<v1::GatewayService::Stub> stub_;
   std::map<std::string, Pending> pending_;  // proposals of this session by candidate id
   std::chrono::steady_clock::time_point last_state_check_{};
   bool cancelled_ = false;
 };
 
 JobRunner::JobRunner(PgPool& pool, JobStore& jobs, QueueStore& queue, Notifier& notifier,
-                     std::shared_ptr<grpc::Channel> gateway, Options options)
+                     GatewayClient& gateway, Options options)
     : pool_(pool),
       jobs_(jobs),
       queue_(queue),
       notifier_(notifier),
-      gateway_(std::move(gateway)),
+      gateway_(gateway),
       options_(options) {
   if (prometheus::Registry* m = options_.metrics) {
     running_gauge_ = &prometheus::BuildGauge()
@@ -376,21 +382,9 @@ void JobRunner::Start() {
   scanner_ = std::thread([this] { ScanLoop(); });
 }
 
-void JobRunner::TrackCall(grpc::ClientContext* ctx, bool add) {
-  absl::MutexLock lock(&calls_mu_);
-  if (add) {
-    calls_.insert(ctx);
-  } else {
-    calls_.erase(ctx);
-  }
-}
-
 void JobRunner::Stop() {
   if (stopping_.exchange(true)) return;
-  {
-    absl::MutexLock lock(&calls_mu_);
-    for (grpc::ClientContext* ctx : calls_) ctx->TryCancel();
-  }
+  gateway_.CancelAll();
   if (scanner_.joinable()) scanner_.join();
   std::map<std::string, std::thread> threads;
   {

@@ -23,8 +23,7 @@
 #include "coordinator/notifier.h"
 #include "coordinator/queue_store.h"
 #include "coordinator/search/search.h"
-#include "grpcpp/channel.h"
-#include "grpcpp/client_context.h"
+#include "coordinator/gateway_client.h"
 #include "kforge/v1/gateway.pb.h"
 #include "prometheus/counter.h"
 #include "prometheus/gauge.h"
@@ -49,13 +48,15 @@ class JobRunner {
     double gateway_timeout_s = 600;  // one Generate call (an LLM may take minutes)
     double retry_after_s = 5;        // pause before resuming a job after a transient error
     int64_t max_queue_depth = 100000;
+    int64_t max_tenant_queued = 0;  // a job's batches count against its tenant's quota
     // Where to export kforge_jobs_running, kforge_job_rounds_total,
     // kforge_job_candidates_total, kforge_job_llm_tokens_total and kforge_jobs_finished_total;
     // none when null.
     prometheus::Registry* metrics = nullptr;
   };
+  // `gateway` must outlive the runner.
   JobRunner(PgPool& pool, JobStore& jobs, QueueStore& queue, Notifier& notifier,
-            std::shared_ptr<grpc::Channel> gateway, Options options);
+            GatewayClient& gateway, Options options);
   ~JobRunner();
 
   void Start();
@@ -70,14 +71,12 @@ class JobRunner {
   // One attempt at running the job to its end; UNAVAILABLE-like errors are retried by RunJob.
   absl::Status RunOnce(const std::string& job_id);
   bool stopping() const { return stopping_.load(); }
-  // Registers (add) or forgets an LLM gateway call, so that Stop can cancel it.
-  void TrackCall(grpc::ClientContext* ctx, bool add);
 
   PgPool& pool_;
   JobStore& jobs_;
   QueueStore& queue_;
   Notifier& notifier_;
-  std::shared_ptr<grpc::Channel> gateway_;
+  GatewayClient& gateway_;
   const Options options_;
   // Metrics (null without a registry).
   prometheus::Gauge* running_gauge_ = nullptr;
@@ -90,8 +89,6 @@ class JobRunner {
   absl::Mutex mu_;
   std::map<std::string, std::thread> running_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, bool> finished_ ABSL_GUARDED_BY(mu_);
-  absl::Mutex calls_mu_;
-  std::set<grpc::ClientContext*> calls_ ABSL_GUARDED_BY(calls_mu_);
 };
 
 }  // namespace kforge

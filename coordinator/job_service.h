@@ -1,14 +1,19 @@
 // gRPC adapter for kforge.v1.JobService: converts requests to PgStore calls and statuses to
-// gRPC statuses. Holds no state of its own.
+// gRPC statuses. Holds no state of its own. Every RPC first asks RpcAuth who calls and whether
+// its roles allow the call (docs/security.md, "Roles"); jobs and batches record their
+// principal, and only it (or an operator) may cancel a job.
 //
 // Thread-safety: called concurrently from gRPC's threads; PgStore is thread-safe.
 #ifndef KFORGE_COORDINATOR_JOB_SERVICE_H_
 #define KFORGE_COORDINATOR_JOB_SERVICE_H_
 
+#include "coordinator/audit.h"
 #include "coordinator/job_store.h"
 #include "coordinator/notifier.h"
 #include "coordinator/pg_store.h"
 #include "coordinator/queue_store.h"
+#include "coordinator/rpc_auth.h"
+#include "coordinator/task_syntax.h"
 #include "kforge/v1/jobs.grpc.pb.h"
 
 namespace kforge {
@@ -19,12 +24,29 @@ class JobServiceImpl final : public v1::JobService::Service {
     int64_t max_queue_depth = 100000;
     int max_candidates_per_batch = 1000;
     size_t max_candidate_bytes = 1 << 20;
+    uint32_t max_priority = 1000000;
+    // Per tenant (0: no limit): jobs queued or running, evaluations queued.
+    int max_tenant_active_jobs = 0;
+    int64_t max_tenant_queued = 0;
     double poll_interval_s = 0.1;
+    // GPU types work may be queued for besides "any" and the types workers ever registered
+    // with: pools that exist but may have no worker now (scaled to zero, not started yet).
+    std::vector<std::string> gpu_pools;
   };
-  // `jobs` null: the optimization-job RPCs answer UNIMPLEMENTED.
-  JobServiceImpl(PgStore& store, QueueStore& queue, Notifier& notifier, Limits limits,
-                 JobStore* jobs = nullptr)
-      : store_(store), queue_(queue), notifier_(notifier), limits_(limits), jobs_(jobs) {}
+  // `jobs` null: the optimization-job RPCs answer UNIMPLEMENTED. `syntax` null: tasks are
+  // checked by pattern only (task_validation.h), not compiled.
+  // `audit` null: no audit trail.
+  JobServiceImpl(PgStore& store, QueueStore& queue, Notifier& notifier, const RpcAuth& auth,
+                 Limits limits, JobStore* jobs = nullptr,
+                 const PythonSyntaxChecker* syntax = nullptr, AuditLog* audit = nullptr)
+      : store_(store),
+        auth_(auth),
+        audit_(audit),
+        queue_(queue),
+        notifier_(notifier),
+        limits_(std::move(limits)),
+        jobs_(jobs),
+        syntax_(syntax) {}
 
   grpc::Status SubmitTask(grpc::ServerContext* ctx, const v1::SubmitTaskRequest* req,
                           v1::SubmitTaskResponse* resp) override;
@@ -61,12 +83,17 @@ class JobServiceImpl final : public v1::JobService::Service {
 
  private:
   grpc::Status FillJob(const JobRow& row, v1::Job* out);
+  // INVALID_ARGUMENT naming the first type no pool serves (see Limits::gpu_pools).
+  grpc::Status CheckGpuTypes(const std::vector<std::string>& types);
 
   PgStore& store_;
+  const RpcAuth& auth_;
+  AuditLog* const audit_;
   QueueStore& queue_;
   Notifier& notifier_;
   const Limits limits_;
   JobStore* const jobs_;
+  const PythonSyntaxChecker* const syntax_;
 };
 
 // A stored evaluation as the API returns it.

@@ -2,6 +2,7 @@
 
 #include "common/base/sha256.h"
 #include "common/status_macros.h"
+#include "coordinator/task_validation.h"
 
 namespace kforge {
 namespace {
@@ -10,6 +11,7 @@ constexpr char kJobColumns[] =
     "SELECT job_id, task_id, state, array_to_json(gpu_types)::text AS gpu_types, strategy, "
     "  params::text AS params, coalesce(search_state::text, 'null') AS search_state, "
     "  rounds_done, candidates_evaluated, tokens_used, coalesce(error, '') AS error, "
+    "  coalesce(owner, '') AS owner, coalesce(tenant, '') AS tenant, "
     "  " KFORGE_PG_RFC3339("created_at") " AS created, "
     "  " KFORGE_PG_RFC3339("updated_at") " AS updated FROM jobs ";
 
@@ -33,6 +35,8 @@ std::vector<JobRow> ParseJobs(const PgResult& r) {
     j.candidates_evaluated = static_cast<int>(r.GetInt(i, "candidates_evaluated"));
     j.tokens_used = r.GetInt(i, "tokens_used");
     j.error = r.Get(i, "error");
+    j.owner = r.Get(i, "owner");
+    j.tenant = r.Get(i, "tenant");
     j.created_at = r.Get(i, "created");
     j.updated_at = r.Get(i, "updated");
     out.push_back(std::move(j));
@@ -41,16 +45,6 @@ std::vector<JobRow> ParseJobs(const PgResult& r) {
 }
 
 // A job id that PostgreSQL would reject as a uuid is simply unknown.
-bool LooksLikeUuid(const std::string& id) {
-  if (id.size() != 36) return false;
-  for (size_t i = 0; i < id.size(); ++i) {
-    bool dash = i == 8 || i == 13 || i == 18 || i == 23;
-    if (dash != (id[i] == '-')) return false;
-    if (!dash && !std::isxdigit(static_cast<unsigned char>(id[i]))) return false;
-  }
-  return true;
-}
-
 absl::Status UnknownJob(const std::string& job_id) {
   return absl::NotFoundError("no job " + job_id);
 }
@@ -61,7 +55,9 @@ absl::StatusOr<std::string> JobStore::CreateJob(const std::string& task_id,
                                                 const std::vector<std::string>& gpu_types,
                                                 const std::string& strategy,
                                                 const nlohmann::json& params,
-                                                const std::vector<SeedCandidate>& seeds) {
+                                                const std::vector<SeedCandidate>& seeds,
+                                                const std::string& owner,
+                                                const std::string& tenant) {
   ASSIGN_OR_RETURN(PgResult task, pool_.Exec("SELECT 1 FROM tasks WHERE task_id = $1", {task_id}));
   if (task.rows() == 0) return absl::NotFoundError("no task " + task_id + "; submit it first");
   nlohmann::json seed_rows = nlohmann::json::array();
@@ -73,8 +69,9 @@ absl::StatusOr<std::string> JobStore::CreateJob(const std::string& task_id,
   ASSIGN_OR_RETURN(
       PgResult r,
       pool_.Exec(
-          "WITH j AS (INSERT INTO jobs (task_id, gpu_types, strategy, params) "
-          "   VALUES ($1, ARRAY(SELECT jsonb_array_elements_text($2::jsonb)), $3, $4::jsonb) "
+          "WITH j AS (INSERT INTO jobs (task_id, gpu_types, strategy, params, owner, tenant) "
+          "   VALUES ($1, ARRAY(SELECT jsonb_array_elements_text($2::jsonb)), $3, $4::jsonb, "
+          "     nullif($6, ''), nullif($7, '')) "
           "   RETURNING job_id), "
           " s AS (SELECT DISTINCT x->>'id' AS id, x->>'source' AS source, x->>'dialect' AS dialect "
           "   FROM jsonb_array_elements($5::jsonb) x), "
@@ -83,12 +80,20 @@ absl::StatusOr<std::string> JobStore::CreateJob(const std::string& task_id,
           " jc AS (INSERT INTO job_candidates (job_id, candidate_id, round) "
           "   SELECT j.job_id, s.id, 0 FROM j, s) "
           "SELECT job_id FROM j",
-          {task_id, nlohmann::json(gpu_types).dump(), strategy, params.dump(), seed_rows.dump()}));
+          {task_id, nlohmann::json(gpu_types).dump(), strategy, params.dump(), seed_rows.dump(),
+           owner, tenant}));
   return r.Get(0, "job_id");
 }
 
+absl::StatusOr<int64_t> JobStore::ActiveJobs(const std::string& tenant) {
+  ASSIGN_OR_RETURN(PgResult r, pool_.Exec("SELECT count(*) AS n FROM jobs WHERE tenant = $1 "
+                                          "  AND state IN ('queued', 'running')",
+                                          {tenant}));
+  return r.GetInt(0, "n");
+}
+
 absl::StatusOr<JobRow> JobStore::GetJob(const std::string& job_id) {
-  if (!LooksLikeUuid(job_id)) return UnknownJob(job_id);
+  if (!IsUuid(job_id)) return UnknownJob(job_id);
   ASSIGN_OR_RETURN(PgResult r,
                    pool_.Exec(std::string(kJobColumns) + "WHERE job_id = $1", {job_id}));
   std::vector<JobRow> rows = ParseJobs(r);
@@ -96,11 +101,15 @@ absl::StatusOr<JobRow> JobStore::GetJob(const std::string& job_id) {
   return rows[0];
 }
 
-absl::StatusOr<std::vector<JobRow>> JobStore::ListJobs(int limit, const std::string& task_id) {
+absl::StatusOr<std::vector<JobRow>> JobStore::ListJobs(int limit, const std::string& task_id,
+                                                       const std::vector<std::string>& tenants) {
   ASSIGN_OR_RETURN(
-      PgResult r, pool_.Exec(std::string(kJobColumns) + "WHERE ($1 = '' OR task_id = $1) "
-                                                        "ORDER BY created_at DESC, job_id LIMIT $2",
-                             {task_id, std::to_string(limit)}));
+      PgResult r,
+      pool_.Exec(std::string(kJobColumns) +
+                     "WHERE ($1 = '' OR task_id = $1) "
+                     "  AND (cardinality($3::text[]) = 0 OR tenant = ANY($3::text[])) "
+                     "ORDER BY created_at DESC, job_id LIMIT $2",
+                 {task_id, std::to_string(limit), PgTextArray(tenants)}));
   return ParseJobs(r);
 }
 
@@ -113,7 +122,7 @@ absl::StatusOr<std::vector<std::string>> JobStore::ActiveJobs() {
 }
 
 absl::StatusOr<std::string> JobStore::CancelJob(const std::string& job_id) {
-  if (!LooksLikeUuid(job_id)) return UnknownJob(job_id);
+  if (!IsUuid(job_id)) return UnknownJob(job_id);
   // Evaluations a worker already holds finish and are stored; the rest never run.
   ASSIGN_OR_RETURN(
       PgResult r,
@@ -306,7 +315,7 @@ absl::StatusOr<std::vector<JobEvaluation>> JobStore::FinishedEvaluations(const s
 }
 
 absl::StatusOr<std::vector<TrajectoryRow>> JobStore::Trajectory(const std::string& job_id) {
-  if (!LooksLikeUuid(job_id)) return UnknownJob(job_id);
+  if (!IsUuid(job_id)) return UnknownJob(job_id);
   ASSIGN_OR_RETURN(
       PgResult r,
       pool_.Exec(
@@ -335,8 +344,9 @@ absl::StatusOr<std::vector<TrajectoryRow>> JobStore::Trajectory(const std::strin
 
 absl::StatusOr<std::vector<BestRow>> JobStore::Best(const std::string& task_id,
                                                     const std::string& job_id,
-                                                    const std::string& gpu_type, int per_type) {
-  if (!job_id.empty() && !LooksLikeUuid(job_id)) return UnknownJob(job_id);
+                                                    const std::string& gpu_type, int per_type,
+                                                    const std::vector<std::string>& tenants) {
+  if (!job_id.empty() && !IsUuid(job_id)) return UnknownJob(job_id);
   ASSIGN_OR_RETURN(
       PgResult r,
       pool_.Exec(
@@ -351,9 +361,11 @@ absl::StatusOr<std::vector<BestRow>> JobStore::Best(const std::string& task_id,
           "    WHERE e.verdict = 'ok' AND ($1 = '' OR e.task_id = $1) "
           "      AND ($2 = '' OR e.job_id = nullif($2, '')::uuid) "
           "      AND ($3 = '' OR e.ran_on_gpu_type = $3) "
+          "      AND (cardinality($5::text[]) = 0 OR EXISTS (SELECT 1 FROM batches bt "
+          "        WHERE bt.batch_id = e.batch_id AND bt.tenant = ANY($5::text[]))) "
           "    ORDER BY e.ran_on_gpu_type, e.candidate_id, e.speedup DESC) b) ranked "
           "WHERE rank <= $4 ORDER BY gpu_type, speedup DESC, candidate_id",
-          {task_id, job_id, gpu_type, std::to_string(per_type)}));
+          {task_id, job_id, gpu_type, std::to_string(per_type), PgTextArray(tenants)}));
   std::vector<BestRow> out;
   for (int i = 0; i < r.rows(); ++i) {
     BestRow b;

@@ -26,6 +26,7 @@ struct JobRow {
   int candidates_evaluated = 0;
   int64_t tokens_used = 0;
   std::string created_at, updated_at;  // RFC 3339
+  std::string owner, tenant;           // the submitting principal; "" for jobs from before 0005
 };
 
 struct SeedCandidate {
@@ -62,14 +63,19 @@ class JobStore {
   explicit JobStore(PgPool& pool) : pool_(pool) {}
 
   // Creates the job and stores its seed candidates as round-0 members, in one transaction.
-  // NOT_FOUND for an unknown task.
+  // NOT_FOUND for an unknown task. `owner` of `tenant` submitted it.
   absl::StatusOr<std::string> CreateJob(const std::string& task_id,
                                         const std::vector<std::string>& gpu_types,
                                         const std::string& strategy, const nlohmann::json& params,
-                                        const std::vector<SeedCandidate>& seeds);
+                                        const std::vector<SeedCandidate>& seeds,
+                                        const std::string& owner, const std::string& tenant);
+  // Jobs of `tenant` that are queued or running.
+  absl::StatusOr<int64_t> ActiveJobs(const std::string& tenant);
   // NOT_FOUND for an unknown (or malformed) id.
   absl::StatusOr<JobRow> GetJob(const std::string& job_id);
-  absl::StatusOr<std::vector<JobRow>> ListJobs(int limit, const std::string& task_id);
+  // `tenants`: only jobs of these (empty: every job).
+  absl::StatusOr<std::vector<JobRow>> ListJobs(int limit, const std::string& task_id,
+                                               const std::vector<std::string>& tenants = {});
   // Queued or running jobs, oldest first.
   absl::StatusOr<std::vector<std::string>> ActiveJobs();
   // Cancels a queued or running job and drops its evaluations that no worker holds yet.
@@ -106,9 +112,11 @@ class JobStore {
 
   // The job_trajectory view of the job, in finishing order.
   absl::StatusOr<std::vector<TrajectoryRow>> Trajectory(const std::string& job_id);
-  // Best correct candidates per GPU type the evaluation ran on; filters may be empty.
+  // Best correct candidates per GPU type the evaluation ran on; filters may be empty
+  // (`tenants` empty: evaluations of every tenant).
   absl::StatusOr<std::vector<BestRow>> Best(const std::string& task_id, const std::string& job_id,
-                                            const std::string& gpu_type, int per_type);
+                                            const std::string& gpu_type, int per_type,
+                                            const std::vector<std::string>& tenants = {});
 
  private:
   // Finished evaluations matching `where` (with $1 = id), in finishing order.

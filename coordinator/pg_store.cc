@@ -19,15 +19,20 @@ absl::StatusOr<StoredTask> PgStore::PutTask(const std::string& name, const std::
 
 absl::StatusOr<std::string> PgStore::RegisterWorker(const std::string& hostname,
                                                     const std::string& gpu_type, int slots,
-                                                    const std::string& facts_json) {
-  ASSIGN_OR_RETURN(PgResult r, pool_.Exec("INSERT INTO workers (hostname, gpu_type, slots, facts) "
-                                          "VALUES ($1, $2, $3, $4::jsonb) RETURNING worker_id",
-                                          {hostname, gpu_type, std::to_string(slots), facts_json}));
+                                                    const std::string& facts_json,
+                                                    const std::string& token_id) {
+  std::optional<std::string> token;
+  if (!token_id.empty()) token = token_id;
+  ASSIGN_OR_RETURN(PgResult r,
+                   pool_.Exec("INSERT INTO workers (hostname, gpu_type, slots, facts, token_id) "
+                              "VALUES ($1, $2, $3, $4::jsonb, $5::uuid) RETURNING worker_id",
+                              {hostname, gpu_type, std::to_string(slots), facts_json, token}));
   return r.Get(0, "worker_id");
 }
 
 absl::StatusOr<WorkerRow> PgStore::GetWorker(const std::string& worker_id) {
-  auto r = pool_.Exec("SELECT worker_id, hostname, gpu_type, slots FROM workers "
+  auto r = pool_.Exec("SELECT worker_id, hostname, gpu_type, slots, "
+                      "  coalesce(token_id::text, '') AS token_id FROM workers "
                       "WHERE worker_id::text = $1",
                       {worker_id});
   if (!r.ok()) return r.status();
@@ -39,7 +44,16 @@ absl::StatusOr<WorkerRow> PgStore::GetWorker(const std::string& worker_id) {
   w.hostname = r->Get(0, "hostname");
   w.gpu_type = r->Get(0, "gpu_type");
   w.slots = static_cast<int>(r->GetInt(0, "slots"));
+  w.token_id = r->Get(0, "token_id");
   return w;
+}
+
+absl::StatusOr<std::vector<std::string>> PgStore::RegisteredGpuTypes() {
+  ASSIGN_OR_RETURN(PgResult r,
+                   pool_.Exec("SELECT DISTINCT gpu_type FROM workers ORDER BY gpu_type"));
+  std::vector<std::string> out;
+  for (int i = 0; i < r.rows(); ++i) out.push_back(r.Get(i, "gpu_type"));
+  return out;
 }
 
 absl::StatusOr<std::vector<WorkerRow>> PgStore::ListWorkers(double alive_window_s) {

@@ -26,6 +26,7 @@ struct WorkerRow {
   std::string last_heartbeat;  // RFC 3339
   bool alive = false;          // heartbeat within the liveness window
   int leases_held = 0;
+  std::string token_id;  // the token it registered with; "" when none
 };
 
 class PgStore {
@@ -35,12 +36,17 @@ class PgStore {
   // Inserts the task unless a task with the same content exists.
   absl::StatusOr<StoredTask> PutTask(const std::string& name, const std::string& source,
                                      const std::string& options_json);
-  // Records a worker; returns its id.
+  // Records a worker bound to the token it registered with ("" when authentication is off);
+  // returns its id.
   absl::StatusOr<std::string> RegisterWorker(const std::string& hostname,
                                              const std::string& gpu_type, int slots,
-                                             const std::string& facts_json);
+                                             const std::string& facts_json,
+                                             const std::string& token_id);
   // NOT_FOUND for an unknown id (the worker must register again).
   absl::StatusOr<WorkerRow> GetWorker(const std::string& worker_id);
+  // Every GPU type a worker ever registered with (gone workers included: a pool scaled to
+  // zero still receives work).
+  absl::StatusOr<std::vector<std::string>> RegisteredGpuTypes();
   // Workers that heartbeated within `alive_window_s`, and the others still marked active.
   absl::StatusOr<std::vector<WorkerRow>> ListWorkers(double alive_window_s);
 

@@ -12,21 +12,6 @@
 namespace kforge {
 namespace {
 
-// A text[] literal for PostgreSQL from plain strings (quoted, escaped).
-std::string TextArray(const std::vector<std::string>& items) {
-  std::string out = "{";
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (i) out += ",";
-    out += "\"";
-    for (char c : items[i]) {
-      if (c == '"' || c == '\\') out += '\\';
-      out += c;
-    }
-    out += "\"";
-  }
-  return out + "}";
-}
-
 // Runs `body` in a transaction on one connection, rolling back on error.
 template <typename F>
 auto InTransaction(PgPool& pool, F body) -> decltype(body(std::declval<PgConnection&>())) {
@@ -75,12 +60,16 @@ std::vector<StoredEvaluation> ParseEvaluations(const PgResult& r) {
 
 }  // namespace
 
-absl::StatusOr<EnqueuedBatch> QueueStore::Enqueue(const BatchSpec& spec, int64_t max_queue_depth) {
+absl::StatusOr<EnqueuedBatch> QueueStore::Enqueue(const BatchSpec& spec, int64_t max_queue_depth,
+                                                  int64_t max_tenant_queued) {
   return InTransaction(pool_, [&](PgConnection& c) -> absl::StatusOr<EnqueuedBatch> {
     ASSIGN_OR_RETURN(PgResult check,
                      c.Exec("SELECT EXISTS (SELECT 1 FROM tasks WHERE task_id = $1) AS task, "
-                            "  (SELECT count(*) FROM eval_queue) AS depth",
-                            {spec.task_id}));
+                            "  (SELECT count(*) FROM eval_queue) AS depth, "
+                            "  (SELECT count(*) FROM eval_queue q JOIN evaluations e "
+                            "     USING (evaluation_id) JOIN batches b USING (batch_id) "
+                            "   WHERE $2 <> '' AND b.tenant = $2) AS tenant_depth",
+                            {spec.task_id, spec.tenant}));
     if (check.Get(0, "task") != "t") {
       return absl::NotFoundError(
           absl::StrCat("no task ", spec.task_id, " (submit it first with SubmitTask)"));
@@ -92,11 +81,18 @@ absl::StatusOr<EnqueuedBatch> QueueStore::Enqueue(const BatchSpec& spec, int64_t
           absl::StrCat("the evaluation queue holds ", depth, " items; ", incoming,
                        " more would pass its limit of ", max_queue_depth, "; retry later"));
     }
+    if (int64_t mine = check.GetInt(0, "tenant_depth");
+        max_tenant_queued > 0 && mine + incoming > max_tenant_queued) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "tenant ", spec.tenant, " has ", mine, " evaluations queued; ", incoming,
+          " more would pass its quota of ", max_tenant_queued, "; retry when some have run"));
+    }
     std::optional<std::string> job;
     if (!spec.job_id.empty()) job = spec.job_id;
-    ASSIGN_OR_RETURN(PgResult batch, c.Exec("INSERT INTO batches (task_id, job_id) VALUES ($1, $2) "
-                                            "RETURNING batch_id",
-                                            {spec.task_id, job}));
+    ASSIGN_OR_RETURN(PgResult batch,
+                     c.Exec("INSERT INTO batches (task_id, job_id, owner, tenant) "
+                            "VALUES ($1, $2, nullif($3, ''), nullif($4, '')) RETURNING batch_id",
+                            {spec.task_id, job, spec.owner, spec.tenant}));
     EnqueuedBatch out;
     out.batch_id = batch.Get(0, "batch_id");
     std::vector<std::string> ids, sources, dialects, refs;
@@ -109,7 +105,7 @@ absl::StatusOr<EnqueuedBatch> QueueStore::Enqueue(const BatchSpec& spec, int64_t
     RETURN_IF_ERROR(c.Exec("INSERT INTO candidates (candidate_id, source, dialect) "
                            "SELECT * FROM unnest($1::text[], $2::text[], $3::text[]) "
                            "ON CONFLICT (candidate_id) DO NOTHING",
-                           {TextArray(ids), TextArray(sources), TextArray(dialects)})
+                           {PgTextArray(ids), PgTextArray(sources), PgTextArray(dialects)})
                         .status());
     // One evaluation per candidate x GPU type; batch_seq numbers them in that order, which is
     // also the order of their ids. A candidate given twice is evaluated once.
@@ -129,7 +125,7 @@ absl::StatusOr<EnqueuedBatch> QueueStore::Enqueue(const BatchSpec& spec, int64_t
                "    enqueued_at) "
                "  SELECT evaluation_id, gpu_type, priority, batch_seq, enqueued_at FROM e) "
                "SELECT gpu_type, count(*) AS n FROM e GROUP BY gpu_type",
-               {TextArray(ids), TextArray(refs), TextArray(spec.gpu_types), spec.task_id,
+               {PgTextArray(ids), PgTextArray(refs), PgTextArray(spec.gpu_types), spec.task_id,
                 out.batch_id, job, spec.settings_json, std::to_string(spec.priority)}));
     for (int i = 0; i < queued.rows(); ++i) {
       out.queued_per_type[queued.Get(i, "gpu_type")] = queued.GetInt(i, "n");
@@ -140,14 +136,16 @@ absl::StatusOr<EnqueuedBatch> QueueStore::Enqueue(const BatchSpec& spec, int64_t
 }
 
 absl::StatusOr<BatchProgress> QueueStore::Progress(const std::string& batch_id) {
-  ASSIGN_OR_RETURN(PgResult r, pool_.Exec("SELECT b.task_id, count(e.*) AS total, "
+  ASSIGN_OR_RETURN(PgResult r, pool_.Exec("SELECT b.task_id, coalesce(b.tenant, '') AS tenant, "
+                                          "  count(e.*) AS total, "
                                           "  count(e.*) FILTER (WHERE e.state = 'done') AS done "
                                           "FROM batches b LEFT JOIN evaluations e USING (batch_id) "
-                                          "WHERE b.batch_id = $1::uuid GROUP BY b.task_id",
+                                          "WHERE b.batch_id = $1::uuid GROUP BY b.task_id, b.tenant",
                                           {batch_id}));
   if (r.rows() == 0) return absl::NotFoundError(absl::StrCat("no batch ", batch_id));
   BatchProgress p;
   p.task_id = r.Get(0, "task_id");
+  p.tenant = r.Get(0, "tenant");
   p.total = static_cast<int>(r.GetInt(0, "total"));
   p.done = static_cast<int>(r.GetInt(0, "done"));
   return p;
@@ -217,9 +215,11 @@ absl::StatusOr<std::vector<StoredEvaluation>> QueueStore::Query(const Evaluation
                      "  AND ($3::text IS NULL OR candidate_id = $3) "
                      "  AND ($4::text IS NULL OR gpu_type = $4 OR ran_on_gpu_type = $4) "
                      "  AND ($5::text IS NULL OR verdict = $5) "
+                     "  AND (cardinality($7::text[]) = 0 OR EXISTS (SELECT 1 FROM batches b "
+                     "    WHERE b.batch_id = evaluations.batch_id AND b.tenant = ANY($7::text[]))) "
                      "ORDER BY finished_at DESC, evaluation_id DESC LIMIT $6"),
                  {param(f.task_id), param(f.job_id), param(f.candidate_id), param(f.gpu_type),
-                  param(f.verdict), std::to_string(f.limit)}));
+                  param(f.verdict), std::to_string(f.limit), PgTextArray(f.tenants)}));
   return ParseEvaluations(r);
 }
 
@@ -331,7 +331,7 @@ absl::Status QueueStore::Heartbeat(const std::string& worker_id,
           "l AS (UPDATE leases SET deadline = now() + make_interval(secs => $3::float8) "
           "  WHERE worker_id = $1::uuid AND lease_id = ANY($2::uuid[])) "
           "SELECT set_config('synchronous_commit', 'off', true)",
-          {worker_id, TextArray(lease_ids), std::to_string(lease_timeout_s)})
+          {worker_id, PgTextArray(lease_ids), std::to_string(lease_timeout_s)})
       .status();
 }
 
@@ -360,6 +360,7 @@ absl::StatusOr<Completion> QueueStore::CompleteAndLease(const std::string& lease
               "  cand_median_ms = $10::float8, result = $11::jsonb, "
               "  system_info = ($11::jsonb)->'system', compiler_log = $12, "
               "  worker_id = $1::uuid, ran_on_gpu_type = $2, finished_at = now(), "
+              "  worker_token_id = (SELECT token_id FROM workers WHERE worker_id = $1::uuid), "
               "  done_xid = pg_current_xact_id() "
               "  FROM l WHERE e.evaluation_id = l.evaluation_id AND e.state = 'leased' "
               "  RETURNING e.batch_id), ",
@@ -377,20 +378,41 @@ absl::StatusOr<Completion> QueueStore::CompleteAndLease(const std::string& lease
 }
 
 absl::StatusOr<std::string> QueueStore::Release(const std::string& lease_id,
-                                                const std::string& worker_id) {
+                                                const std::string& worker_id,
+                                                bool count_attempt) {
   ASSIGN_OR_RETURN(
       PgResult r,
       pool_.ExecPrepared(
           "WITH l AS (DELETE FROM leases WHERE lease_id = $1::uuid AND worker_id = $2::uuid "
           "  RETURNING evaluation_id), "
-          "e AS (UPDATE evaluations e SET state = 'queued', attempts = e.attempts - 1 "
+          "e AS (UPDATE evaluations e SET state = 'queued', "
+          "  attempts = e.attempts - CASE WHEN $3::bool THEN 0 ELSE 1 END "
           "  FROM l WHERE e.evaluation_id = l.evaluation_id "
           "  RETURNING e.evaluation_id, e.gpu_type, e.priority, e.batch_seq, e.enqueued_at) "
           "INSERT INTO eval_queue (evaluation_id, gpu_type, priority, batch_seq, enqueued_at) "
           "SELECT evaluation_id, gpu_type, priority, batch_seq, enqueued_at FROM e "
           "RETURNING gpu_type",
-          {lease_id, worker_id}));
+          {lease_id, worker_id, count_attempt ? "true" : "false"}));
   return r.rows() == 0 ? std::string() : r.Get(0, "gpu_type");
+}
+
+absl::StatusOr<std::map<std::string, int64_t>> QueueStore::ReleaseWorkerLeases(
+    const std::string& worker_id) {
+  ASSIGN_OR_RETURN(
+      PgResult r,
+      pool_.Exec("WITH l AS (DELETE FROM leases WHERE worker_id = $1::uuid RETURNING evaluation_id), "
+                 "e AS (UPDATE evaluations e SET state = 'queued', attempts = e.attempts - 1 "
+                 "  FROM l WHERE e.evaluation_id = l.evaluation_id AND e.state = 'leased' "
+                 "  RETURNING e.evaluation_id, e.gpu_type, e.priority, e.batch_seq, e.enqueued_at), "
+                 "q AS (INSERT INTO eval_queue (evaluation_id, gpu_type, priority, batch_seq, "
+                 "    enqueued_at) "
+                 "  SELECT evaluation_id, gpu_type, priority, batch_seq, enqueued_at FROM e "
+                 "  RETURNING gpu_type) "
+                 "SELECT gpu_type, count(*) AS n FROM q GROUP BY gpu_type",
+                 {worker_id}));
+  std::map<std::string, int64_t> out;
+  for (int i = 0; i < r.rows(); ++i) out[r.Get(i, "gpu_type")] = r.GetInt(i, "n");
+  return out;
 }
 
 absl::StatusOr<ReclaimStats> QueueStore::ReclaimExpired() {

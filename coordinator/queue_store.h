@@ -49,6 +49,7 @@ struct BatchSpec {
   int priority = 0;
   std::string job_id;                // empty: none
   std::string settings_json = "{}";  // engine settings for every evaluation
+  std::string owner, tenant;         // the principal that submitted it
 };
 
 struct EnqueuedBatch {
@@ -111,12 +112,14 @@ struct StoredEvaluation {
 // Filters for Query; empty fields match everything.
 struct EvaluationFilter {
   std::string task_id, job_id, candidate_id, gpu_type;
+  std::vector<std::string> tenants;  // of the evaluations' batches; empty: every tenant
   std::string verdict;  // "ok", "incorrect", ...
   int limit = 100;
 };
 
 struct BatchProgress {
   std::string task_id;
+  std::string tenant;  // the submitter's; "" for batches from before identities
   int total = 0;
   int done = 0;
 };
@@ -132,9 +135,12 @@ class QueueStore {
  public:
   explicit QueueStore(PgPool& pool) : pool_(pool) {}
 
-  // NOT_FOUND for an unknown task; RESOURCE_EXHAUSTED when the queue already holds
-  // `max_queue_depth` items or more.
-  absl::StatusOr<EnqueuedBatch> Enqueue(const BatchSpec& spec, int64_t max_queue_depth);
+  // NOT_FOUND for an unknown task; RESOURCE_EXHAUSTED when the batch would take the queue past
+  // `max_queue_depth` items, or the queued evaluations of spec.tenant past
+  // `max_tenant_queued` (0: no limit; checked in the same transaction, not serialised with
+  // other enqueues, so concurrent batches may pass it by their own size).
+  absl::StatusOr<EnqueuedBatch> Enqueue(const BatchSpec& spec, int64_t max_queue_depth,
+                                        int64_t max_tenant_queued = 0);
   absl::StatusOr<BatchProgress> Progress(const std::string& batch_id);
   // Finished evaluations of a batch that `cursor` has not returned yet, in id order, and the
   // cursor moved past them. Results finish in any order and commit in another, so the cursor
@@ -159,9 +165,13 @@ class QueueStore {
                                               const v1::EvalResult& result,
                                               const LeaseRequest& next);
   // Hands an unrun lease back (a draining worker, an unsent lease); the attempt is not counted
-  // and it keeps its position. Returns the GPU type it was queued for; empty when the lease
-  // no longer existed.
-  absl::StatusOr<std::string> Release(const std::string& lease_id, const std::string& worker_id);
+  // unless `count_attempt` (a refused result), and it keeps its position. Returns the GPU type
+  // it was queued for; empty when the lease no longer existed.
+  absl::StatusOr<std::string> Release(const std::string& lease_id, const std::string& worker_id,
+                                      bool count_attempt = false);
+  // Hands back every lease `worker_id` holds (its credentials were revoked), attempts not
+  // counted. Returns the evaluations requeued per GPU type.
+  absl::StatusOr<std::map<std::string, int64_t>> ReleaseWorkerLeases(const std::string& worker_id);
   absl::StatusOr<ReclaimStats> ReclaimExpired();
   // Workers that heartbeated within `window_s`, per GPU type.
   absl::StatusOr<std::map<std::string, int64_t>> LiveWorkers(double window_s);

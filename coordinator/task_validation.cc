@@ -1,10 +1,14 @@
 #include "coordinator/task_validation.h"
 
+#include <cctype>
+#include <optional>
 #include <regex>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/base/utf8.h"
 
 namespace kforge {
 
@@ -17,6 +21,7 @@ absl::Status ValidateTaskSource(const std::string& source) {
   if (source.find('\0') != std::string::npos) {
     return absl::InvalidArgumentError("task source contains a NUL byte");
   }
+  if (absl::Status s = ValidateUtf8(source, "task source"); !s.ok()) return s;
   struct Required {
     const char* what;
     std::regex pattern;
@@ -33,6 +38,51 @@ absl::Status ValidateTaskSource(const std::string& source) {
   if (!missing.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("not a KernelBench task: missing top-level ", absl::StrJoin(missing, ", ")));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateUtf8(std::string_view text, const std::string& what) {
+  if (std::optional<size_t> bad = FirstInvalidUtf8(text)) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " is not valid UTF-8 (byte ", *bad, ")"));
+  }
+  return absl::OkStatus();
+}
+
+bool IsUuid(std::string_view text) {
+  if (text.size() != 36) return false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+    if (dash != (text[i] == '-')) return false;
+    if (!dash && !std::isxdigit(static_cast<unsigned char>(text[i]))) return false;
+  }
+  return true;
+}
+
+absl::Status ValidateUuid(std::string_view text, const std::string& what) {
+  if (IsUuid(text)) return absl::OkStatus();
+  std::string shown(text.substr(0, 64));
+  if (FirstInvalidUtf8(shown)) shown = "(not UTF-8)";
+  return absl::InvalidArgumentError(absl::StrCat(what, " '", shown, "' is not a UUID"));
+}
+
+absl::Status ValidateTaskOptions(const std::string& precision, double atol, double rtol,
+                                 uint32_t trials) {
+  if (!precision.empty() && precision != "fp32" && precision != "fp16" && precision != "bf16") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("options.precision must be fp32, fp16 or bf16, not '", precision, "'"));
+  }
+  for (const auto& [name, v] : {std::pair<const char*, double>{"atol", atol}, {"rtol", rtol}}) {
+    // Written so that NaN fails too.
+    if (!(v == 0 || (v > 0 && v <= kMaxTolerance))) {
+      return absl::InvalidArgumentError(absl::StrCat("options.", name, " is ", v,
+                                                     "; it must be 0 (the default) or within "
+                                                     "(0, ", kMaxTolerance, "]"));
+    }
+  }
+  if (trials > kMaxTrials) {
+    return absl::InvalidArgumentError(absl::StrCat("options.correctness_trials is ", trials,
+                                                   "; at most ", kMaxTrials));
   }
   return absl::OkStatus();
 }

@@ -6,7 +6,9 @@
 #ifndef KFORGE_COORDINATOR_TASK_VALIDATION_H_
 #define KFORGE_COORDINATOR_TASK_VALIDATION_H_
 
+#include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "absl/status/status.h"
 
@@ -14,8 +16,24 @@ namespace kforge {
 
 inline constexpr size_t kMaxTaskSourceBytes = 1 << 20;
 
-// INVALID_ARGUMENT naming what is missing; OK otherwise.
+// INVALID_ARGUMENT naming what is missing or wrong (empty, too large, not UTF-8, a NUL
+// byte, no Model, get_inputs or get_init_inputs); OK otherwise.
 absl::Status ValidateTaskSource(const std::string& source);
+
+// INVALID_ARGUMENT "<what> is not valid UTF-8 (byte N)" for text that arrived as bytes.
+absl::Status ValidateUtf8(std::string_view text, const std::string& what);
+
+// INVALID_ARGUMENT "<what> 'X' is not a UUID" unless `text` is one (8-4-4-4-12 hex digits),
+// so that an id PostgreSQL cannot read is refused with a message of ours.
+absl::Status ValidateUuid(std::string_view text, const std::string& what);
+bool IsUuid(std::string_view text);
+
+// A task's judging options: precision fp32, fp16 or bf16 (or empty); atol and rtol 0 (the
+// precision's default) or finite within (0, kMaxTolerance]; at most kMaxTrials trials.
+inline constexpr double kMaxTolerance = 1;
+inline constexpr uint32_t kMaxTrials = 100;
+absl::Status ValidateTaskOptions(const std::string& precision, double atol, double rtol,
+                                 uint32_t trials);
 
 }  // namespace kforge
 

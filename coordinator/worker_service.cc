@@ -8,6 +8,8 @@
 #include "common/dialect.h"
 #include "common/result_json.h"
 #include "common/service.h"
+#include "coordinator/result_validation.h"
+#include "coordinator/task_validation.h"
 #include "google/protobuf/util/json_util.h"
 #include "kforge/v1/jobs.pb.h"
 #include "prometheus/family.h"
@@ -32,14 +34,21 @@ void ApplyTaskOptions(const std::string& options_json, v1::EvalRequest* req) {
 }  // namespace
 
 WorkerServiceImpl::WorkerServiceImpl(PgStore& store, QueueStore& queue, Notifier& notifier,
-                                     prometheus::Registry& metrics, WorkerTimings timings)
+                                     const RpcAuth& auth, prometheus::Registry& metrics,
+                                     WorkerTimings timings, AuditLog* audit)
     : store_(store),
+      auth_(auth),
+      audit_(audit),
       queue_(queue),
       notifier_(notifier),
       timings_(timings),
       results_(prometheus::BuildCounter()
                    .Name("kforge_evaluations_total")
                    .Help("Evaluations finished, by verdict and GPU type")
+                   .Register(metrics)),
+      refused_(prometheus::BuildCounter()
+                   .Name("kforge_results_refused_total")
+                   .Help("Malformed results refused (nothing stored), by GPU type")
                    .Register(metrics)),
       leases_(prometheus::BuildCounter()
                   .Name("kforge_leases_granted_total")
@@ -50,8 +59,14 @@ WorkerServiceImpl::WorkerServiceImpl(PgStore& store, QueueStore& queue, Notifier
                       .Help("Time from enqueue to lease, by GPU type")
                       .Register(metrics)) {}
 
-grpc::Status WorkerServiceImpl::Register(grpc::ServerContext*, const v1::RegisterRequest* req,
+grpc::Status WorkerServiceImpl::Register(grpc::ServerContext* ctx, const v1::RegisterRequest* req,
                                          v1::RegisterResponse* resp) {
+  auto principal = auth_.Check(*ctx, {Role::kWorker}, "register as a worker");
+  if (!principal.ok()) {
+    LogWarning("worker registration refused", {{"peer", ctx->peer()},
+                                               {"error", std::string(principal.status().message())}});
+    return ToGrpcStatus(principal.status());
+  }
   const v1::WorkerFacts& f = req->facts();
   if (f.hostname().empty() || f.gpu_type().empty()) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
@@ -62,14 +77,18 @@ grpc::Status WorkerServiceImpl::Register(grpc::ServerContext*, const v1::Registe
   }
   std::string facts_json;
   (void)google::protobuf::util::MessageToJsonString(f, &facts_json);
-  auto id =
-      store_.RegisterWorker(f.hostname(), f.gpu_type(), static_cast<int>(f.slots()), facts_json);
+  auto id = store_.RegisterWorker(f.hostname(), f.gpu_type(), static_cast<int>(f.slots()),
+                                  facts_json, principal->token_id);
   if (!id.ok()) return ToGrpcStatus(id.status());
   resp->set_worker_id(*id);
+  Audit(audit_, *principal, "register_worker", *id,
+        {{"hostname", f.hostname()}, {"gpu_type", f.gpu_type()}, {"slots", f.slots()}});
   resp->set_heartbeat_interval_s(timings_.heartbeat_interval_s);
   resp->set_lease_timeout_s(timings_.lease_timeout_s);
-  LogInfo("worker registered",
-          {{"worker_id", *id}, {"hostname", f.hostname()}, {"gpu_type", f.gpu_type()}});
+  LogInfo("worker registered", {{"worker_id", *id},
+                                {"hostname", f.hostname()},
+                                {"gpu_type", f.gpu_type()},
+                                {"identity", principal->name}});
   return grpc::Status::OK;
 }
 
@@ -80,9 +99,11 @@ class WorkerServiceImpl::Stream {
  public:
   // `held`: leases the worker still holds from an earlier stream; they fill slots until
   // answered or released, like those sent on this one.
-  Stream(WorkerServiceImpl& service, WorkerStream* rpc, std::string worker_id, std::string gpu_type,
-         int slots, const std::vector<std::string>& held)
+  Stream(WorkerServiceImpl& service, grpc::ServerContext& ctx, WorkerStream* rpc,
+         std::string worker_id, std::string gpu_type, int slots,
+         const std::vector<std::string>& held)
       : service_(service),
+        ctx_(ctx),
         rpc_(rpc),
         worker_id_(std::move(worker_id)),
         gpu_type_(std::move(gpu_type)),
@@ -129,6 +150,13 @@ class WorkerServiceImpl::Stream {
     v1::WorkerMessage msg;
     while (rpc_->Read(&msg)) {
       if (msg.has_heartbeat()) {
+        // Credentials are checked again at every heartbeat: a revoked or expired token ends
+        // the stream within one heartbeat interval.
+        if (auto who = service_.auth_.Identify(ctx_);
+            !who.ok() && absl::IsUnauthenticated(who.status())) {
+          CutOff(std::string(who.status().message()));
+          break;
+        }
         std::vector<std::string> ids(msg.heartbeat().lease_ids().begin(),
                                      msg.heartbeat().lease_ids().end());
         if (auto s = service_.queue_.Heartbeat(worker_id_, ids, service_.timings_.lease_timeout_s);
@@ -154,6 +182,12 @@ class WorkerServiceImpl::Stream {
       reader_done_ = true;
     }
     waiter_.Wake();
+  }
+
+  // Set when the worker's credentials stopped being valid during the stream.
+  std::optional<grpc::Status> cut_off() {
+    absl::MutexLock lock(&mu_);
+    return cut_off_;
   }
 
   // True when the worker said it was draining and nothing it was sent is unanswered.
@@ -186,6 +220,10 @@ class WorkerServiceImpl::Stream {
       absl::MutexLock lock(&mu_);
       outstanding_.erase(r.lease_id());
     }
+    if (absl::Status valid = ValidateResult(r.result()); !valid.ok()) {
+      RefuseResult(r.lease_id(), std::string(valid.message()));
+      return;
+    }
     int free = Reserve();
     LeaseRequest next = Request(std::max(free, 0));
     // The database may be restarting: retry for a while before leaving the lease to expire
@@ -215,8 +253,45 @@ class WorkerServiceImpl::Stream {
     if (granted < free) waiter_.Wake();
   }
 
-  void Release(const std::string& lease_id) {
-    auto type = service_.queue_.Release(lease_id, worker_id_);
+  // The worker's token is no longer valid: its leases go back to the queue (attempts not
+  // counted: the evaluations did nothing wrong) and the stream ends UNAUTHENTICATED.
+  void CutOff(const std::string& why) {
+    LogWarning("worker cut off", {{"worker_id", worker_id_}, {"error", why}});
+    Principal coordinator{"", "coordinator", "system", {}};
+    Audit(service_.audit_, coordinator, "cut_off_worker", worker_id_, {{"reason", why}});
+    auto released = service_.queue_.ReleaseWorkerLeases(worker_id_);
+    if (!released.ok()) {
+      LogError("leases of a cut-off worker not released",
+               {{"worker_id", worker_id_}, {"error", std::string(released.status().message())}});
+    } else {
+      for (const auto& [type, n] : *released) service_.notifier_.WorkAdded(type, n);
+    }
+    absl::MutexLock lock(&mu_);
+    cut_off_ = grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                            "worker credentials no longer valid: " + why);
+    outstanding_.clear();
+  }
+
+  // Stores nothing of a malformed result: the lease goes back to the queue with its attempt
+  // counted (a worker that keeps sending garbage uses the evaluation's attempts up), and the
+  // worker is told why.
+  void RefuseResult(const std::string& lease_id, const std::string& reason) {
+    LogWarning("result refused",
+               {{"lease_id", lease_id}, {"worker_id", worker_id_}, {"reason", reason}});
+    service_.refused_.Add({{"gpu_type", gpu_type_}}).Increment();
+    Release(lease_id, /*count_attempt=*/true);
+    v1::CoordinatorMessage out;
+    out.mutable_result_refused()->set_lease_id(lease_id);
+    out.mutable_result_refused()->set_reason(reason);
+    {
+      absl::MutexLock lock(&write_mu_);
+      rpc_->Write(out);
+    }
+    waiter_.Wake();  // the freed slot is the handler's to fill
+  }
+
+  void Release(const std::string& lease_id, bool count_attempt = false) {
+    auto type = service_.queue_.Release(lease_id, worker_id_, count_attempt);
     if (!type.ok()) {
       LogWarning("release failed",
                  {{"lease_id", lease_id}, {"error", std::string(type.status().message())}});
@@ -272,6 +347,7 @@ class WorkerServiceImpl::Stream {
   }
 
   WorkerServiceImpl& service_;
+  grpc::ServerContext& ctx_;
   WorkerStream* const rpc_;
   const std::string worker_id_;
   const std::string gpu_type_;
@@ -285,25 +361,42 @@ class WorkerServiceImpl::Stream {
   int reserved_ ABSL_GUARDED_BY(mu_) = 0;
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
   bool reader_done_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<grpc::Status> cut_off_ ABSL_GUARDED_BY(mu_);
 };
 
 grpc::Status WorkerServiceImpl::Connect(grpc::ServerContext* ctx, WorkerStream* rpc) {
+  auto principal = auth_.Check(*ctx, {Role::kWorker}, "hold a worker stream");
+  if (!principal.ok()) {
+    LogWarning("worker stream refused", {{"peer", ctx->peer()},
+                                         {"error", std::string(principal.status().message())}});
+    return ToGrpcStatus(principal.status());
+  }
   v1::WorkerMessage first;
   if (!rpc->Read(&first) || !first.has_hello()) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         "the first message on a worker stream must be hello");
   }
   const std::string worker_id = first.hello().worker_id();
+  if (absl::Status s = ValidateUuid(worker_id, "worker_id"); !s.ok()) return ToGrpcStatus(s);
   auto worker = store_.GetWorker(worker_id);
   if (!worker.ok()) return ToGrpcStatus(worker.status());
+  if (auth_.enabled() && worker->token_id != principal->token_id) {
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                        "worker " + worker_id + " registered with another identity than " +
+                            principal->name + "'s token");
+  }
   // Leases beyond the slots wait on the worker while it builds them on its CPUs.
   const int prefetch =
       static_cast<int>(std::min<uint32_t>(first.hello().prefetch(), 2u * static_cast<uint32_t>(worker->slots)));
   std::vector<std::string> held(first.hello().held_lease_ids().begin(),
                                 first.hello().held_lease_ids().end());
-  Stream stream(*this, rpc, worker_id, worker->gpu_type, worker->slots + prefetch, held);
+  Stream stream(*this, *ctx, rpc, worker_id, worker->gpu_type, worker->slots + prefetch, held);
   std::thread reader([&] { stream.Read(); });
   stream.Lease(ctx);
+  if (std::optional<grpc::Status> cut = stream.cut_off()) {
+    reader.join();  // it ended by itself
+    return *cut;
+  }
   ctx->TryCancel();
   reader.join();
   if (stream.Drained()) {

@@ -2,6 +2,9 @@
 // worker. On the stream the worker says hello, then sends heartbeats (held leases, draining),
 // results and releases; the coordinator sends leases whenever the worker has free slots
 // (slots minus leases outstanding on this stream) and the queue has work of its GPU type.
+// Only callers with the worker role may register or connect, a stream only for the worker
+// registered with the caller's token, and the token is checked again at every heartbeat: a
+// revoked worker's stream ends UNAUTHENTICATED and its leases go back to the queue.
 // A result is stored together with the worker's next lease (QueueStore::CompleteAndLease), so
 // a busy worker costs one statement and one commit per evaluation.
 //
@@ -13,9 +16,11 @@
 #ifndef KFORGE_COORDINATOR_WORKER_SERVICE_H_
 #define KFORGE_COORDINATOR_WORKER_SERVICE_H_
 
+#include "coordinator/audit.h"
 #include "coordinator/notifier.h"
 #include "coordinator/pg_store.h"
 #include "coordinator/queue_store.h"
+#include "coordinator/rpc_auth.h"
 #include "kforge/v1/worker.grpc.pb.h"
 #include "prometheus/counter.h"
 #include "prometheus/histogram.h"
@@ -33,8 +38,10 @@ struct WorkerTimings {
 
 class WorkerServiceImpl final : public v1::WorkerService::Service {
  public:
-  WorkerServiceImpl(PgStore& store, QueueStore& queue, Notifier& notifier,
-                    prometheus::Registry& metrics, WorkerTimings timings);
+  // `audit` null: registrations and cut-offs are not audited.
+  WorkerServiceImpl(PgStore& store, QueueStore& queue, Notifier& notifier, const RpcAuth& auth,
+                    prometheus::Registry& metrics, WorkerTimings timings,
+                    AuditLog* audit = nullptr);
 
   grpc::Status Register(grpc::ServerContext* ctx, const v1::RegisterRequest* req,
                         v1::RegisterResponse* resp) override;
@@ -45,10 +52,13 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
   class Stream;
 
   PgStore& store_;
+  const RpcAuth& auth_;
+  AuditLog* const audit_;
   QueueStore& queue_;
   Notifier& notifier_;
   const WorkerTimings timings_;
   prometheus::Family<prometheus::Counter>& results_;
+  prometheus::Family<prometheus::Counter>& refused_;
   prometheus::Family<prometheus::Counter>& leases_;
   prometheus::Family<prometheus::Histogram>& queue_wait_;
 };

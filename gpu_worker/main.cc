@@ -11,11 +11,14 @@
 #include "common/base/files.h"
 #include "common/base/log.h"
 #include "common/config.h"
+#include "common/secrets.h"
 #include "common/service.h"
 #include "gpu_worker/gpu_facts.h"
 #include "gpu_worker/worker.h"
 
 ABSL_FLAG(std::string, coordinator, "localhost:50051", "coordinator gRPC address");
+ABSL_FLAG(std::string, token_file, "",
+          "a file holding the worker's API token (role worker) for the coordinator");
 ABSL_FLAG(std::string, grpc_address, "0.0.0.0:50071", "where to serve health");
 ABSL_FLAG(std::string, metrics_address, "0.0.0.0:9466", "where to serve /metrics");
 ABSL_FLAG(std::string, ready_file, "", "write bound ports here once serving");
@@ -50,6 +53,15 @@ std::string SiblingBinary(const char* name) {
 int Run() {
   WorkerOptions options;
   options.coordinator = absl::GetFlag(FLAGS_coordinator);
+  options.tls = TlsFromFlags();
+  if (const std::string file = absl::GetFlag(FLAGS_token_file); !file.empty()) {
+    auto token = ReadSecretFile(file);
+    if (!token.ok()) {
+      LogError("cannot start", {{"error", std::string(token.status().message())}});
+      return 1;
+    }
+    options.token = *token;
+  }
   options.eval_binary = absl::GetFlag(FLAGS_eval_binary);
   if (options.eval_binary.empty()) options.eval_binary = SiblingBinary("kforge-eval");
   options.cache_dir = absl::GetFlag(FLAGS_cache_dir);
@@ -112,7 +124,8 @@ int Run() {
   ServiceHost host({.name = "worker",
                     .grpc_address = absl::GetFlag(FLAGS_grpc_address),
                     .metrics_address = absl::GetFlag(FLAGS_metrics_address),
-                    .ready_file = absl::GetFlag(FLAGS_ready_file)});
+                    .ready_file = absl::GetFlag(FLAGS_ready_file),
+                    .tls = TlsFromFlags()});
   if (absl::Status s = host.Start(); !s.ok()) {
     LogError("cannot start", {{"error", std::string(s.message())}});
     return 1;

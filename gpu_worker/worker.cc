@@ -14,6 +14,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "common/base/log.h"
+#include "common/channel.h"
 #include "common/base/subprocess.h"
 #include "common/result_json.h"
 #include "gpu_worker/eval_server_client.h"
@@ -199,7 +200,7 @@ void Worker::Run(const std::atomic<bool>& stop) {
       if (value > 0) stages.Add({{"stage", name}}, stage_buckets).Observe(value);
     }
   };
-  auto channel = grpc::CreateChannel(options_.coordinator, grpc::InsecureChannelCredentials());
+  auto channel = MakeChannel(options_.coordinator, {options_.token, options_.tls});
   auto stub = v1::WorkerService::NewStub(channel);
   Shared shared;
   absl::Mutex session_mu;
@@ -442,7 +443,10 @@ void Worker::Run(const std::atomic<bool>& stop) {
       reg_ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
       grpc::Status rs = stub->Register(&reg_ctx, reg, &reg_resp);
       if (!rs.ok()) {
-        LogWarning("cannot reach the coordinator; retrying",
+        const bool refused = rs.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
+                             rs.error_code() == grpc::StatusCode::PERMISSION_DENIED;
+        LogWarning(refused ? "the coordinator refused the registration; retrying"
+                           : "cannot reach the coordinator; retrying",
                    {{"error", rs.error_message()}, {"backoff_s", std::to_string(backoff_s)}});
         for (double w = 0; w < backoff_s; w += 0.05) {
           std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -527,6 +531,12 @@ void Worker::Run(const std::atomic<bool>& stop) {
     while (s->Read(&msg)) {
       got_any = true;
       backoff_s = 0.2;
+      if (msg.has_result_refused()) {
+        LogError("result refused by the coordinator",
+                 {{"lease_id", msg.result_refused().lease_id()},
+                  {"reason", msg.result_refused().reason()}});
+        continue;
+      }
       if (!msg.has_lease()) continue;
       absl::MutexLock lock(&shared.mu);
       if (shared.draining) {
@@ -557,9 +567,13 @@ void Worker::Run(const std::atomic<bool>& stop) {
     if (!drained) {
       LogWarning("stream to the coordinator ended; reconnecting",
                  {{"error", fin.error_message()}, {"backoff_s", std::to_string(backoff_s)}});
-      // A coordinator that no longer knows this worker (its row is gone) asks for a new
-      // registration; anything else keeps the id.
-      if (fin.error_code() == grpc::StatusCode::NOT_FOUND) worker_id.clear();
+      // A coordinator that no longer knows this worker (its row is gone), or knows it under
+      // another identity (a new token), asks for a new registration; anything else keeps
+      // the id.
+      if (fin.error_code() == grpc::StatusCode::NOT_FOUND ||
+          fin.error_code() == grpc::StatusCode::PERMISSION_DENIED) {
+        worker_id.clear();
+      }
       if (!got_any) {
         for (double w = 0; w < backoff_s; w += 0.05) {
           std::this_thread::sleep_for(std::chrono::milliseconds(50));

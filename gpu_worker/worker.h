@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "common/tls.h"
 #include "kforge/v1/eval.pb.h"
 #include "kforge/v1/worker.pb.h"
 #include "prometheus/registry.h"
@@ -25,6 +26,8 @@ namespace kforge {
 
 struct WorkerOptions {
   std::string coordinator;     // gRPC address
+  std::string token;           // the worker's API token (role worker); empty: none
+  TlsSettings tls;             // how the coordinator is verified (common/tls.h)
   v1::WorkerFacts facts;       // gpu_type, slots, ... (hostname filled in if empty)
   std::string eval_binary;     // path of kforge-eval
   std::string cache_dir;       // shared build cache for the children

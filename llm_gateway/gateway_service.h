@@ -1,5 +1,7 @@
 // gRPC adapter for kforge.v1.GatewayService: hands each RPC to the Generator (generator.h)
-// and converts its absl::Status to the RPC's status.
+// and converts its absl::Status to the RPC's status. Callers are the coordinators: each call
+// must carry their token (`authorization: Bearer <token>`, the gateway's --caller_token_file),
+// else UNAUTHENTICATED; an empty token (--allow_unauthenticated) lets anyone call.
 //
 // Thread-safety: thread-safe (the Generator is); the Generator must outlive the service.
 #ifndef KFORGE_LLM_GATEWAY_GATEWAY_SERVICE_H_
@@ -12,7 +14,8 @@ namespace kforge {
 
 class GatewayServiceImpl final : public v1::GatewayService::Service {
  public:
-  explicit GatewayServiceImpl(gateway::Generator& generator) : generator_(generator) {}
+  GatewayServiceImpl(gateway::Generator& generator, std::string caller_token)
+      : generator_(generator), caller_header_(caller_token.empty() ? "" : "Bearer " + caller_token) {}
 
   grpc::Status Generate(grpc::ServerContext* ctx, const v1::GenerateRequest* req,
                         v1::GenerateResponse* resp) override;
@@ -20,7 +23,10 @@ class GatewayServiceImpl final : public v1::GatewayService::Service {
                             v1::ProposeIdeasResponse* resp) override;
 
  private:
+  grpc::Status CheckCaller(const grpc::ServerContext& ctx) const;
+
   gateway::Generator& generator_;
+  const std::string caller_header_;  // "" when anyone may call
 };
 
 }  // namespace kforge

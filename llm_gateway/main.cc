@@ -10,6 +10,7 @@
 #include "common/base/files.h"
 #include "common/base/log.h"
 #include "common/config.h"
+#include "common/secrets.h"
 #include "common/pg.h"
 #include "common/service.h"
 #include "llm_gateway/call_accounting.h"
@@ -27,6 +28,13 @@ ABSL_FLAG(std::string, ready_file, "", "write bound ports here once serving");
 ABSL_FLAG(std::string, database_url, "",
           "PostgreSQL for llm_calls accounting (migrated by the coordinator); empty: no "
           "accounting, llm_call_id stays empty");
+ABSL_FLAG(std::string, database_url_file, "",
+          "a file holding the libpq connection string (wins over --database_url)");
+ABSL_FLAG(std::string, caller_token_file, "",
+          "a file holding the token the coordinators call with (their --gateway_token_file)");
+ABSL_FLAG(bool, allow_unauthenticated, false,
+          "let anyone call (no --caller_token_file): only on a trusted loopback; logged as a "
+          "warning");
 ABSL_FLAG(int, db_pool_size, 4, "PostgreSQL connections");
 ABSL_FLAG(double, db_wait_s, 30, "how long to wait for the database and its schema at startup");
 ABSL_FLAG(std::string, templates_dir, "",
@@ -127,7 +135,10 @@ int Run() {
     if (!parsed.ok()) Fail("bad --llm_prices_file", parsed.status().ToString());
     prices = std::move(parsed).value();
   }
-  const std::string database_url = absl::GetFlag(FLAGS_database_url);
+  auto secret_url = SecretFromValueOrFile(absl::GetFlag(FLAGS_database_url),
+                                          absl::GetFlag(FLAGS_database_url_file));
+  if (!secret_url.ok()) Fail("bad --database_url_file", std::string(secret_url.status().message()));
+  const std::string database_url = *secret_url;
   std::unique_ptr<PgPool> pool;
   std::unique_ptr<gateway::PgCallLog> call_log;
   if (database_url.empty()) {
@@ -140,7 +151,8 @@ int Run() {
   ServiceHost host({.name = "gateway",
                     .grpc_address = absl::GetFlag(FLAGS_grpc_address),
                     .metrics_address = absl::GetFlag(FLAGS_metrics_address),
-                    .ready_file = absl::GetFlag(FLAGS_ready_file)});
+                    .ready_file = absl::GetFlag(FLAGS_ready_file),
+                    .tls = TlsFromFlags()});
   gateway::CallAccounting accounting(call_log.get(), std::move(prices), host.metrics().registry());
   gateway::CurlTransport transport;
   gateway::ProviderClient openai(
@@ -163,7 +175,19 @@ int Run() {
   defaults.max_candidates = absl::GetFlag(FLAGS_max_candidates);
   gateway::Generator generator(defaults, *templates,
                                {{"openai", &openai}, {"anthropic", &anthropic}}, accounting);
-  GatewayServiceImpl service(generator);
+  std::string caller_token;
+  if (const std::string file = absl::GetFlag(FLAGS_caller_token_file); !file.empty()) {
+    auto token = ReadSecretFile(file);
+    if (!token.ok()) Fail("bad --caller_token_file", std::string(token.status().message()));
+    caller_token = *token;
+  } else if (absl::GetFlag(FLAGS_allow_unauthenticated)) {
+    LogWarning("--allow_unauthenticated: anyone who reaches the gateway may call it");
+  } else {
+    Fail("refusing to start",
+         "--caller_token_file is required: the token coordinators call the gateway with (or "
+         "--allow_unauthenticated on a trusted loopback)");
+  }
+  GatewayServiceImpl service(generator, caller_token);
   host.AddService(&service);
   if (absl::Status s = host.Start(); !s.ok()) {
     LogError("cannot start", {{"error", std::string(s.message())}});

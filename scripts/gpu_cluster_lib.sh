@@ -19,6 +19,11 @@
 #                     FLAGS; falls back to --sandbox_user= when nobody cannot run kforge-eval
 # As root, PostgreSQL and the sandbox's children run as nobody (as_user).
 
+# The GPU machine is a closed single-user box and every service runs on its loopback: plaintext
+# gRPC (every kforge binary reads KFORGE_INSECURE as --insecure, and warns), and no tokens (the
+# coordinator and the gateway read KFORGE_ALLOW_UNAUTHENTICATED, and warn).
+export KFORGE_INSECURE=true KFORGE_ALLOW_UNAUTHENTICATED=true
+
 WORK=${WORK:-/tmp/kforge-cluster}
 BUNDLE=${BUNDLE:-$PWD/.gpu-carry/cluster/kforge-cluster.tar.xz}
 PY=${PYTHON:-$(command -v python3)}
@@ -135,6 +140,8 @@ gc_setup() {
 }
 
 # The coordinator on the database of gc_start_pg, with FLAGS; sets COORD (its gRPC address).
+# The GPU machine is a closed single-user box and everything runs on loopback: no tokens
+# (--allow_unauthenticated, which the coordinator warns about).
 gc_start_coordinator() {
   start coordinator "$B/kforge-coordinator" --database_url="$DB_URL" \
     --grpc_address=127.0.0.1:0 --metrics_address=127.0.0.1:0 "$@" ||

@@ -28,6 +28,7 @@ APT_PACKAGES=(
   libpq-dev postgresql-15 prometheus
   libgtest-dev libgmock-dev
   python3-dev python3-venv pybind11-dev
+  openssl  # the tests' and the demo's TLS certificates
 )
 
 HELM_VERSION="v4.1.4"

@@ -13,6 +13,8 @@
 #include "tests/loopback.h"
 #include "tests/pg_harness.h"
 #include "tests/service_process.h"
+#include "tests/test_pki.h"
+#include "tests/test_tokens.h"
 
 namespace kforge {
 namespace {
@@ -52,12 +54,21 @@ class CliTest : public ::testing::Test {
   static void SetUpTestSuite() {
     auto url = PgTestEnvironment::server().CreateDatabase("cli");
     ASSERT_TRUE(url.ok()) << url.status();
-    auto started = ServiceProcess::Start(BuiltBinary("coordinator/kforge-coordinator"),
-                                         {"--database_url=" + *url, "--db_pool_size=4"});
+    tokens_ = new TestTokens();
+    auto started = ServiceProcess::Start(
+        BuiltBinary("coordinator/kforge-coordinator"),
+        {"--database_url=" + *url, "--db_pool_size=4", tokens_->BootstrapFlag()});
     ASSERT_TRUE(started.ok()) << started.status();
     coordinator_ = std::move(started).value();
+    const std::string address = coordinator_->grpc_address();
+    user_token_ = tokens_->Create(address, "cli-user", "default", {"researcher", "operator"}).token();
+    worker_token_file_ = tokens_->File(
+        "worker.token", tokens_->Create(address, "cli-node", "default", {"worker"}).token());
   }
-  static void TearDownTestSuite() { coordinator_.reset(); }
+  static void TearDownTestSuite() {
+    coordinator_.reset();
+    delete tokens_;
+  }
 
   void SetUp() override { ASSERT_NE(coordinator_, nullptr) << "the coordinator did not start"; }
 
@@ -65,6 +76,8 @@ class CliTest : public ::testing::Test {
     SpawnOptions o;
     o.argv = {BuiltBinary("cli/kforge")};
     o.argv.insert(o.argv.end(), args.begin(), args.end());
+    // A researcher and operator, verifying the coordinator against the test CA.
+    o.env = {"KFORGE_TOKEN=" + user_token_, "KFORGE_TLS_CA_FILE=" + TestPki::Shared().ca_file};
     o.wall_limit_s = 60;
     SubprocessResult r = RunSubprocess(std::move(o));
     EXPECT_TRUE(r.started) << r.error;
@@ -81,10 +94,14 @@ class CliTest : public ::testing::Test {
   }
 
   static std::unique_ptr<ServiceProcess> coordinator_;
+  static TestTokens* tokens_;
+  static std::string user_token_, worker_token_file_;
   TempDir dir_;
 };
 
 std::unique_ptr<ServiceProcess> CliTest::coordinator_;
+TestTokens* CliTest::tokens_ = nullptr;
+std::string CliTest::user_token_, CliTest::worker_token_file_;
 
 std::string LineContaining(const std::string& text, const std::string& needle) {
   size_t at = text.find(needle);
@@ -152,10 +169,37 @@ TEST_F(CliTest, UnknownCommandPrintsUsage) {
   EXPECT_THAT(r.stderr_data, HasSubstr("kforge task add FILE"));
 }
 
+TEST_F(CliTest, AConfigFileGivesTheCoordinatorTokenAndCaUnderFlagsAndEnvironment) {
+  std::string token_file = WriteFile("user.token", user_token_ + "\n");
+  std::string config = WriteFile(
+      "config", "# kforge client settings\ncoordinator = " + coordinator_->grpc_address() +
+                    "\ntoken_file = " + token_file + "\ntls_ca_file = " +
+                    TestPki::Shared().ca_file + "\n");
+  SpawnOptions o;
+  o.argv = {BuiltBinary("cli/kforge"), "workers"};
+  o.env = {"KFORGE_CONFIG=" + config};
+  o.wall_limit_s = 60;
+  SubprocessResult r = RunSubprocess(o);
+  EXPECT_EQ(r.exit_code, 0) << r.stderr_data;
+  EXPECT_THAT(r.stdout_data, StartsWith("WORKER"));
+  // The command line wins over the file.
+  o.argv = {BuiltBinary("cli/kforge"), "workers", "--coordinator=" + ClosedPortAddress(),
+            "--timeout_s=5"};
+  r = RunSubprocess(o);
+  EXPECT_EQ(r.exit_code, kExitUnreachable) << r.Describe();
+  // A line that is not `flag = value` of a kforge flag is refused.
+  o.argv = {BuiltBinary("cli/kforge"), "workers"};
+  o.env = {"KFORGE_CONFIG=" + WriteFile("bad", "tokenfile = x\n")};
+  r = RunSubprocess(o);
+  EXPECT_EQ(r.exit_code, kExitUsage);
+  EXPECT_THAT(r.stderr_data, HasSubstr("bad:1: want `flag = value`"));
+}
+
 TEST_F(CliTest, WorkersListsARegisteredWorker) {
   auto worker = ServiceProcess::Start(
       BuiltBinary("gpu_worker/kforge-worker"),
-      {"--coordinator=" + coordinator_->grpc_address(), "--gpu_type=cli-test-gpu", "--slots=2"});
+      {"--coordinator=" + coordinator_->grpc_address(), "--gpu_type=cli-test-gpu", "--slots=2",
+       "--token_file=" + worker_token_file_});
   ASSERT_TRUE(worker.ok()) << worker.status();
 
   // Registration is asynchronous: poll the listing, bounded.

@@ -5,9 +5,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/channel.h"
+#include "common/secrets.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/loopback.h"
+#include "tests/test_pki.h"
 #include "tests/pg_harness.h"
 #include "tests/source_file.h"
 
@@ -15,20 +18,26 @@ namespace kforge {
 
 using Clock = std::chrono::steady_clock;
 
-Cluster::Cluster(const std::string& db, bool gateway) {
+Cluster::Cluster(const std::string& db, bool gateway, std::vector<std::string> coordinator_flags)
+    : coordinator_flags_(std::move(coordinator_flags)) {
   auto url = PgTestEnvironment::server().CreateDatabase(db);
   EXPECT_TRUE(url.ok()) << url.status();
   url_ = url.ok() ? *url : "";
   if (gateway) {
+    gateway_token_file_ = TokenFile("gateway.token", NewToken().value());
     auto gw_port = UnusedLoopbackPort();
     EXPECT_TRUE(gw_port.ok());
     gateway_address_ = absl::StrCat("127.0.0.1:", gw_port.ok() ? *gw_port : 0);
   }
   AddCoordinator();
+  tester_token_ = CreateToken("tester", "default", {"researcher", "trainer", "operator"}).token();
+  worker_token_ = CreateToken("cluster-worker", "default", {"worker"}).token();
+  worker_token_file_ = TokenFile("worker.token", worker_token_);
   if (gateway) {
     auto g = ServiceProcess::Start(
         BuiltBinary("llm_gateway/kforge-gateway"),
-        {"--database_url=" + url_, "--grpc_address=" + gateway_address_, "--llm_provider=offline"});
+        {"--database_url=" + url_, "--grpc_address=" + gateway_address_, "--llm_provider=offline",
+         "--caller_token_file=" + gateway_token_file_});
     EXPECT_TRUE(g.ok()) << g.status();
     if (g.ok()) gateway_ = std::move(g).value();
   }
@@ -46,8 +55,16 @@ size_t Cluster::AddCoordinator() {
 void Cluster::StartCoordinator(size_t i) {
   std::vector<std::string> flags = {"--database_url=" + url_, "--grpc_address=" + addresses_[i],
                                     "--lease_timeout_s=3", "--heartbeat_interval_s=0.5",
-                                    "--db_pool_size=6"};
-  if (!gateway_address_.empty()) flags.push_back("--gateway_address=" + gateway_address_);
+                                    "--db_pool_size=6", tokens_.BootstrapFlag(),
+                                    // The pools the tests' CPU workers stand in for (work may
+                                    // be queued for them before a worker has registered), and
+                                    // the helm chart's default pool, which has no worker here.
+                                    "--gpu_pools=cpu,typeA,typeB,H100"};
+  if (!gateway_address_.empty()) {
+    flags.push_back("--gateway_address=" + gateway_address_);
+    flags.push_back("--gateway_token_file=" + gateway_token_file_);
+  }
+  flags.insert(flags.end(), coordinator_flags_.begin(), coordinator_flags_.end());
   auto c = ServiceProcess::Start(BuiltBinary("coordinator/kforge-coordinator"), flags);
   ASSERT_TRUE(c.ok()) << c.status();
   coordinators_[i] = std::move(c).value();
@@ -57,7 +74,9 @@ ServiceProcess* Cluster::StartWorkerOf(const std::vector<size_t>& order,
                                        const std::string& gpu_type) {
   std::vector<std::string> hosts;
   for (size_t i : order) hosts.push_back(addresses_[i]);
-  return StartWorkerAt("ipv4:" + absl::StrJoin(hosts, ","), gpu_type, 1, {});
+  // The certificate names 127.0.0.1 and localhost, not the list.
+  return StartWorkerAt("ipv4:" + absl::StrJoin(hosts, ","), gpu_type, 1,
+                       {"--tls_server_name=localhost"});
 }
 
 ServiceProcess* Cluster::StartWorker(const std::string& gpu_type, int slots,
@@ -70,7 +89,8 @@ ServiceProcess* Cluster::StartWorkerAt(const std::string& coordinator,
                                        const std::vector<std::string>& extra) {
   std::vector<std::string> args = {"--coordinator=" + coordinator, "--gpu_type=" + gpu_type,
                                    "--device=cpu", "--slots=" + std::to_string(slots),
-                                   "--cache_dir=/tmp/kforge-test-cache"};
+                                   "--cache_dir=/tmp/kforge-test-cache",
+                                   "--token_file=" + worker_token_file_};
   args.insert(args.end(), extra.begin(), extra.end());
   auto w = ServiceProcess::Start(BuiltBinary("gpu_worker/kforge-worker"), args);
   EXPECT_TRUE(w.ok()) << w.status();
@@ -80,8 +100,22 @@ ServiceProcess* Cluster::StartWorkerAt(const std::string& coordinator,
 }
 
 std::unique_ptr<v1::JobService::Stub> Cluster::Stub(size_t i) {
-  return v1::JobService::NewStub(
-      grpc::CreateChannel(addresses_[i], grpc::InsecureChannelCredentials()));
+  return v1::JobService::NewStub(MakeChannel(addresses_[i], {tester_token_, TestPki::Shared().Client()}));
+}
+
+std::unique_ptr<v1::JobService::Stub> Cluster::StubWithToken(const std::string& token) {
+  return v1::JobService::NewStub(MakeChannel(addresses_[0], {token, TestPki::Shared().Client()}));
+}
+
+std::unique_ptr<v1::AdminService::Stub> Cluster::Admin() {
+  return v1::AdminService::NewStub(
+      MakeChannel(addresses_[0], {tokens_.admin(), TestPki::Shared().Client()}));
+}
+
+v1::CreateTokenResponse Cluster::CreateToken(const std::string& principal,
+                                             const std::string& tenant,
+                                             const std::vector<std::string>& roles) {
+  return tokens_.Create(addresses_[0], principal, tenant, roles);
 }
 
 std::string Cluster::SubmitTask(const std::string& relative) {

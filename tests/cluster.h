@@ -1,6 +1,9 @@
 // A kforge cluster for integration tests: a database on the test PostgreSQL server, the
 // coordinator (and, with AddCoordinator, more coordinators on the same database), optionally
 // the LLM gateway (offline proposer), and CPU-mode workers, all real processes on loopback.
+// Authentication is on: every coordinator accepts a bootstrap admin token, with which the
+// cluster creates a "tester" token (researcher, trainer, operator: what Stub() calls with) and
+// a worker token (every worker's --token_file).
 //
 // Thread-safety: used by one test thread.
 #ifndef KFORGE_TESTS_CLUSTER_H_
@@ -13,9 +16,11 @@
 
 #include "common/pg.h"
 #include "grpcpp/grpcpp.h"
+#include "kforge/v1/admin.grpc.pb.h"
 #include "kforge/v1/jobs.grpc.pb.h"
 #include "tests/service_process.h"
 #include "tests/source_file.h"  // ReadSourceFile, for the tests that use a Cluster
+#include "tests/test_tokens.h"
 
 namespace kforge {
 
@@ -23,7 +28,9 @@ class Cluster {
  public:
   // Creates database `db` and starts the coordinator; with `gateway`, also kforge-gateway
   // (started after the coordinator has applied the migrations) for optimization jobs.
-  explicit Cluster(const std::string& db, bool gateway = false);
+  // `coordinator_flags` are appended to every coordinator's (e.g. quotas).
+  explicit Cluster(const std::string& db, bool gateway = false,
+                   std::vector<std::string> coordinator_flags = {});
 
   // (Re)starts coordinator `i` on its own fixed port (a restart keeps the port).
   void StartCoordinator(size_t i = 0);
@@ -40,7 +47,20 @@ class Cluster {
   // their addresses, as behind a Kubernetes Service): it connects to the first that answers and,
   // when that one dies, reconnects to the next.
   ServiceProcess* StartWorkerOf(const std::vector<size_t>& order, const std::string& gpu_type);
+  // JobService of coordinator i as "tester".
   std::unique_ptr<v1::JobService::Stub> Stub(size_t i = 0);
+  // JobService of coordinator 0 with `token` ("" calls without credentials).
+  std::unique_ptr<v1::JobService::Stub> StubWithToken(const std::string& token);
+  std::unique_ptr<v1::AdminService::Stub> Admin();
+  // A new token of `principal` with `roles` (fails the test when refused).
+  v1::CreateTokenResponse CreateToken(const std::string& principal, const std::string& tenant,
+                                      const std::vector<std::string>& roles);
+  const std::string& worker_token() const { return worker_token_; }
+  const std::string& admin_token_file() const { return tokens_.admin_file(); }
+  // A file holding `token`, for --token_file.
+  std::string TokenFile(const std::string& name, const std::string& token) {
+    return tokens_.File(name, token);
+  }
   std::string SubmitTask(const std::string& relative);
   // SELECT helper on the cluster's database (a failed query fails the test).
   PgResult Query(const std::string& sql);
@@ -54,6 +74,9 @@ class Cluster {
                                 int slots, const std::vector<std::string>& extra);
 
   std::string url_, gateway_address_;
+  std::vector<std::string> coordinator_flags_;
+  TestTokens tokens_;
+  std::string tester_token_, worker_token_, worker_token_file_, gateway_token_file_;
   std::vector<std::string> addresses_;  // coordinator i serves on addresses_[i]
   std::vector<std::unique_ptr<ServiceProcess>> coordinators_;
   std::unique_ptr<ServiceProcess> gateway_;

@@ -13,6 +13,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/pg.h"
+#include "common/secrets.h"
+#include "common/channel.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -29,6 +31,7 @@
 #include "tests/loopback.h"
 #include "tests/pg_harness.h"
 #include "tests/service_process.h"
+#include "tests/test_pki.h"
 #include "tests/source_file.h"
 
 namespace kforge::gateway {
@@ -547,15 +550,31 @@ TEST_F(GatewayTest, BadRequestsAreRejectedBeforeAnyCall) {
 
 // ---- the real binary ----
 
+// The token the test's gateways accept from their callers (the coordinators' in a deployment).
+const std::string& CallerToken() {
+  static auto* token = new std::string(NewToken().value());
+  return *token;
+}
+
+std::string CallerTokenFlag() {
+  static TempDir* dir = new TempDir();
+  const std::string path = dir->path() + "/caller.token";
+  std::ofstream(path) << CallerToken() << "\n";
+  return "--caller_token_file=" + path;
+}
+
 std::unique_ptr<ServiceProcess> StartGateway(std::vector<std::string> flags) {
+  flags.push_back(CallerTokenFlag());
   auto gateway = ServiceProcess::Start(BuiltBinary("llm_gateway/kforge-gateway"), std::move(flags));
   EXPECT_TRUE(gateway.ok()) << gateway.status();
   return gateway.ok() ? std::move(gateway).value() : nullptr;
 }
 
-std::unique_ptr<v1::GatewayService::Stub> Stub(const ServiceProcess& gateway) {
+// GatewayService calling with `token` (the callers' by default).
+std::unique_ptr<v1::GatewayService::Stub> Stub(const ServiceProcess& gateway,
+                                               const std::string& token = CallerToken()) {
   return v1::GatewayService::NewStub(
-      grpc::CreateChannel(gateway.grpc_address(), grpc::InsecureChannelCredentials()));
+      MakeChannel(gateway.grpc_address(), {token, TestPki::Shared().Client()}));
 }
 
 TEST(GatewayBinary, AnswersOfflineGenerateAndProposeIdeasOverGrpc) {
@@ -610,6 +629,26 @@ TEST(GatewayBinary, AnswersOfflineGenerateAndProposeIdeasOverGrpc) {
             HasSubstr("kforge_gateway_llm_tokens_total{direction=\"in\",provider=\"offline\"} 0")));
   SubprocessResult exit = gateway->Terminate(15);
   EXPECT_EQ(exit.exit_code, 0) << exit.Describe();
+}
+
+TEST(GatewayBinary, RefusesCallersWithoutTheCoordinatorsToken) {
+  auto gateway = StartGateway({});
+  ASSERT_NE(gateway, nullptr);
+  v1::GenerateRequest req;
+  req.set_task_source(Task());
+  for (const std::string& token : {std::string(), NewToken().value()}) {
+    grpc::ClientContext ctx;
+    v1::GenerateResponse resp;
+    grpc::Status s = Stub(*gateway, token)->Generate(&ctx, req, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+    EXPECT_EQ(s.error_message(), token.empty()
+                                     ? "the gateway serves coordinators only: no token sent (the "
+                                       "coordinator's --gateway_token_file)"
+                                     : "the gateway serves coordinators only: wrong token");
+  }
+  auto open = ServiceProcess::Start(BuiltBinary("llm_gateway/kforge-gateway"), {});
+  EXPECT_FALSE(open.ok());
+  EXPECT_THAT(std::string(open.status().message()), HasSubstr("--caller_token_file is required"));
 }
 
 TEST(GatewayBinary, RunsWithoutADatabaseAndThenRecordsNothing) {

@@ -249,15 +249,50 @@ TEST(JobsTest, MalformedJobRequestsAreRefusedWithReasons) {
   req.mutable_llm()->set_provider("gpt-in-a-box");
   EXPECT_EQ(code_of(req), grpc::StatusCode::INVALID_ARGUMENT);
 
-  for (const std::string& id :
-       {std::string("not-a-uuid"), std::string("00000000-0000-0000-0000-000000000000")}) {
+  for (const auto& [id, code] :
+       {std::pair<std::string, grpc::StatusCode>{"not-a-uuid", grpc::StatusCode::INVALID_ARGUMENT},
+        {"00000000-0000-0000-0000-000000000000", grpc::StatusCode::NOT_FOUND}}) {
     grpc::ClientContext ctx;
     ctx.set_deadline(In(20));
     v1::GetJobRequest get;
     get.set_job_id(id);
     v1::Job job;
-    EXPECT_EQ(cluster.Stub()->GetJob(&ctx, get, &job).error_code(), grpc::StatusCode::NOT_FOUND);
+    EXPECT_EQ(cluster.Stub()->GetJob(&ctx, get, &job).error_code(), code) << id;
   }
+}
+
+TEST(JobsTest, APermanentGatewayErrorFailsTheJobInsteadOfResumingIt) {
+  // A provider that needs a key the gateway does not have answers FAILED_PRECONDITION: no
+  // retry can change that, so the job fails with the gateway's reason (docs/jobs.md).
+  Cluster cluster("jobs_no_key", /*gateway=*/true);
+  std::string task = cluster.SubmitTask("examples/tasks/tiny/tiny_relu.py");
+  v1::SubmitJobRequest req = ReluJobRequest(task, 1, 42);
+  req.clear_seed_candidates();
+  req.clear_gpu_types();
+  req.add_gpu_types("any");
+  req.mutable_llm()->set_provider("openai");
+  req.mutable_llm()->set_model("gpt-4o");
+  std::string id = Submit(cluster, req);
+  std::vector<v1::JobEvent> events = Watch(cluster, id, 120);
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back().finished(), v1::JOB_STATE_FAILED);
+  EXPECT_THAT(GetJob(cluster, id).error(),
+              ::testing::StartsWith("LLM gateway: no API key for openai"));
+  EXPECT_THAT(cluster.coordinator()->log(), ::testing::Not(::testing::HasSubstr("resuming")));
+}
+
+TEST(JobsTest, AJobWaitingForAPoolWithNoWorkerEndsAtItsWallTime) {
+  Cluster cluster("jobs_wall_time", /*gateway=*/true);  // H100 is a pool with no worker here
+  std::string task = cluster.SubmitTask("examples/tasks/tiny/tiny_relu.py");
+  v1::SubmitJobRequest req = ReluJobRequest(task, 5, 42);
+  req.set_gpu_types(0, "H100");
+  req.mutable_budget()->set_max_wall_s(2);
+  std::string id = Submit(cluster, req);
+  std::vector<v1::JobEvent> events = Watch(cluster, id, 60);
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back().finished(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(GetJob(cluster, id).stop_reason(), "max_wall_time");
+  EXPECT_EQ(cluster.Query("SELECT count(*) FROM eval_queue").Get(0, 0), "0");
 }
 
 TEST(JobsTest, CancelledJobStopsAndDropsItsQueuedEvaluations) {

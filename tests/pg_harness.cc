@@ -1,6 +1,7 @@
 #include "tests/pg_harness.h"
 
 #include <grp.h>
+#include <sys/stat.h>
 #include <pwd.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "common/base/subprocess.h"
 #include "common/pg.h"
+#include "common/secrets.h"
 #include "common/status_macros.h"
 #include "tests/loopback.h"
 
@@ -87,10 +89,24 @@ absl::StatusOr<std::unique_ptr<PgTestServer>> PgTestServer::Start() {
     return absl::InternalError(absl::StrCat("chown ", server->dir_, ": ", std::strerror(errno)));
   }
 
-  RETURN_IF_ERROR(server->RunAsServerUser(
-      {server->bin_dir_ + "/initdb", "-D", server->dir_ + "/data", "-U", kSuperuser, "-A", "trust",
-       "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions"},
-      kCommandLimitS));
+  // Password (SCRAM) authentication for every connection, local and TCP, as in a deployment:
+  // the superuser's password is random, written for initdb to a file only the server's user
+  // reads, and then kept only in the URLs this harness hands out.
+  ASSIGN_OR_RETURN(std::string token, NewToken());
+  server->password_ = token.substr(3);
+  const std::string pwfile = server->dir_ + "/initdb.pw";
+  std::ofstream(pwfile) << server->password_ << "\n";
+  chmod(pwfile.c_str(), 0600);
+  if (server->drop_privileges_ && chown(pwfile.c_str(), server->uid_, server->gid_) != 0) {
+    return absl::InternalError(absl::StrCat("chown ", pwfile, ": ", std::strerror(errno)));
+  }
+  absl::Status initdb = server->RunAsServerUser(
+      {server->bin_dir_ + "/initdb", "-D", server->dir_ + "/data", "-U", kSuperuser, "-A",
+       "scram-sha-256", "--pwfile=" + pwfile, "-E", "UTF8", "--locale=C", "--no-sync",
+       "--no-instructions"},
+      kCommandLimitS);
+  std::remove(pwfile.c_str());
+  RETURN_IF_ERROR(initdb);
 
   absl::Status started;
   for (int attempt = 0; attempt < kStartAttempts; ++attempt) {
@@ -168,7 +184,8 @@ absl::Status PgTestServer::Restart() {
 }
 
 std::string PgTestServer::Url(const std::string& database) const {
-  return absl::StrCat("postgresql://", kSuperuser, "@127.0.0.1:", port_, "/", database);
+  return absl::StrCat("postgresql://", kSuperuser, ":", password_, "@127.0.0.1:", port_, "/",
+                      database);
 }
 
 absl::StatusOr<std::string> PgTestServer::CreateDatabase(const std::string& name) {

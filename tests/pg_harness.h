@@ -1,6 +1,7 @@
 // A throwaway PostgreSQL 15 server for integration tests: initdb into a fresh temporary
 // directory, postgres on a free loopback port (and a Unix socket in that directory), fsync
-// off, trust authentication for the superuser "kforge". Everything is stopped and deleted
+// off, password (SCRAM-SHA-256) authentication for the superuser "kforge", whose random
+// password is part of the URLs the server hands out. Everything is stopped and deleted
 // when the PgTestServer is destroyed.
 //
 // PostgreSQL refuses to run as root, so when the test runs as root the server's commands run
@@ -45,7 +46,7 @@ class PgTestServer {
   // Creates an empty database (name: lower-case letters, digits, '_'), replacing one of the
   // same name, and returns its URL.
   absl::StatusOr<std::string> CreateDatabase(const std::string& name);
-  // postgresql://kforge@127.0.0.1:PORT/<database>
+  // postgresql://kforge:PASSWORD@127.0.0.1:PORT/<database>
   std::string Url(const std::string& database) const;
   // Stops the server (fast shutdown: open connections are terminated) and starts it again on
   // the same port and directory.
@@ -66,6 +67,7 @@ class PgTestServer {
   int port_ = 0;
   bool running_ = false;
   bool drop_privileges_ = false;  // true when the caller is root
+  std::string password_;          // the superuser's
   uid_t uid_ = 0;
   gid_t gid_ = 0;
 };

@@ -36,7 +36,7 @@ class QueueStoreTest : public ::testing::Test {
     auto task = store_->PutTask("identity", kTask, "{}");
     ASSERT_TRUE(task.ok());
     task_id_ = task->task_id;
-    auto w = store_->RegisterWorker("host", "H200", 4, "{}");
+    auto w = store_->RegisterWorker("host", "H200", 4, "{}", "");
     ASSERT_TRUE(w.ok());
     worker_ = *w;
   }

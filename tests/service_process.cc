@@ -13,9 +13,11 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/channel.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "nlohmann/json.hpp"
+#include "tests/test_pki.h"
 
 namespace kforge {
 namespace {
@@ -68,6 +70,8 @@ absl::StatusOr<std::unique_ptr<ServiceProcess>> ServiceProcess::Start(
   SpawnOptions o;
   o.argv = {binary, "--grpc_address=127.0.0.1:0", "--metrics_address=127.0.0.1:0",
             "--ready_file=" + ready_file};
+  // TLS with the test CA; a test's own --tls_* flags come later and win.
+  for (const std::string& f : TestPki::Shared().Flags()) o.argv.push_back(f);
   o.argv.insert(o.argv.end(), flags.begin(), flags.end());
   o.child_setup = [log_file] {
     int fd = open(log_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -131,7 +135,7 @@ void ServiceProcess::Kill() {
 
 absl::StatusOr<std::string> HealthStatus(const std::string& address, double deadline_s) {
   auto stub = grpc::health::v1::Health::NewStub(
-      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+      MakeChannel(address, {"", TestPki::Shared().Client()}));
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() +
                    std::chrono::milliseconds(static_cast<int64_t>(deadline_s * 1000)));

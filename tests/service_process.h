@@ -3,7 +3,8 @@
 // built binaries.
 //
 // A ServiceProcess starts a binary with --grpc_address=127.0.0.1:0, --metrics_address=
-// 127.0.0.1:0 and --ready_file in a private temporary directory, then waits (bounded) for the
+// 127.0.0.1:0, TLS with the test CA (TestPki::Shared(), test_pki.h) and --ready_file in a
+// private temporary directory, then waits (bounded) for the
 // ready file that names the ports the service bound. The child's stdout and stderr go to a
 // log file there (a pipe nobody reads could fill and block the service); log() reads it, and
 // failures print it.

@@ -10,6 +10,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/base/sha256.h"
+#include "common/channel.h"
+#include "common/secrets.h"
 #include "common/pg.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
@@ -19,6 +21,8 @@
 #include "tests/loopback.h"
 #include "tests/pg_harness.h"
 #include "tests/service_process.h"
+#include "tests/test_pki.h"
+#include "tests/test_tokens.h"
 
 namespace kforge {
 namespace {
@@ -64,14 +68,33 @@ std::unique_ptr<ServiceProcess> StartOrFail(const std::string& binary,
   return service.ok() ? std::move(service).value() : nullptr;
 }
 
-std::unique_ptr<ServiceProcess> StartCoordinator(const std::string& database) {
-  return StartOrFail("coordinator/kforge-coordinator",
-                     {"--database_url=" + NewDatabase(database), "--db_pool_size=4"});
+// The admin token every coordinator of this binary accepts.
+TestTokens& Tokens() {
+  static auto* tokens = new TestTokens();
+  return *tokens;
 }
 
+std::unique_ptr<ServiceProcess> StartCoordinator(const std::string& database) {
+  return StartOrFail("coordinator/kforge-coordinator",
+                     {"--database_url=" + NewDatabase(database), "--db_pool_size=4",
+                      Tokens().BootstrapFlag()});
+}
+
+// JobService as a researcher and operator.
 std::unique_ptr<v1::JobService::Stub> JobStub(const ServiceProcess& coordinator) {
+  std::string token =
+      Tokens().Create(coordinator.grpc_address(), "tester", "default", {"researcher", "operator"})
+          .token();
   return v1::JobService::NewStub(
-      grpc::CreateChannel(coordinator.grpc_address(), grpc::InsecureChannelCredentials()));
+      MakeChannel(coordinator.grpc_address(), {token, TestPki::Shared().Client()}));
+}
+
+// --token_file of a worker token.
+std::string WorkerTokenFlag(const ServiceProcess& coordinator) {
+  return "--token_file=" +
+         Tokens().File("worker.token",
+                       Tokens().Create(coordinator.grpc_address(), "node", "default", {"worker"})
+                           .token());
 }
 
 void SetDeadline(grpc::ClientContext& ctx) {
@@ -103,7 +126,9 @@ TEST(ServicesTest, CoordinatorServesHealthAndMetricsAndStopsOnSigterm) {
 }
 
 TEST(ServicesTest, GatewayServesHealthAndMetricsAndStopsOnSigterm) {
-  auto gateway = StartOrFail("llm_gateway/kforge-gateway", {});
+  auto gateway = StartOrFail(
+      "llm_gateway/kforge-gateway",
+      {"--caller_token_file=" + Tokens().File("gateway.token", NewToken().value())});
   ASSERT_NE(gateway, nullptr);
   ExpectServesThenStopsOnSigterm(*gateway);
 }
@@ -111,8 +136,8 @@ TEST(ServicesTest, GatewayServesHealthAndMetricsAndStopsOnSigterm) {
 TEST(ServicesTest, WorkerServesHealthAndMetricsAndStopsOnSigterm) {
   auto coordinator = StartCoordinator("worker_lifecycle");
   ASSERT_NE(coordinator, nullptr);
-  auto worker =
-      StartOrFail("gpu_worker/kforge-worker", {"--coordinator=" + coordinator->grpc_address()});
+  auto worker = StartOrFail("gpu_worker/kforge-worker", {"--coordinator=" + coordinator->grpc_address(),
+                                                         WorkerTokenFlag(*coordinator)});
   ASSERT_NE(worker, nullptr);
   ExpectServesThenStopsOnSigterm(*worker);
 }
@@ -132,7 +157,8 @@ TEST(ServicesTest, WorkerRegistersWithTheCoordinator) {
   ASSERT_NE(coordinator, nullptr);
   auto worker = StartOrFail(
       "gpu_worker/kforge-worker",
-      {"--coordinator=" + coordinator->grpc_address(), "--gpu_type=test-gpu", "--slots=3"});
+      {"--coordinator=" + coordinator->grpc_address(), "--gpu_type=test-gpu", "--slots=3",
+       WorkerTokenFlag(*coordinator)});
   ASSERT_NE(worker, nullptr);
 
   // Registration is asynchronous: poll the listing, bounded.

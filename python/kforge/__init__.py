@@ -17,8 +17,9 @@ from kforge.batch import BatchStream
 from kforge.client import Client, as_candidate, speedup_reward
 from kforge.errors import (AlreadyExistsError, CancelledError, DeadlineExceededError,
                            FailedPreconditionError, InternalError, InvalidArgumentError,
-                           KforgeError, NotFoundError, ResourceExhaustedError,
-                           UnavailableError, UnimplementedError)
+                           KforgeError, NotFoundError, PermissionDeniedError,
+                           ResourceExhaustedError, UnauthenticatedError, UnavailableError,
+                           UnimplementedError)
 from kforge.progress import Progress
 from kforge.records import (BestCandidate, Budget, Candidate, Correctness, Evaluation, Job,
                             JobEvent, LlmSettings, Records, Rollout, SubmittedTask, SystemInfo,
@@ -31,8 +32,10 @@ __all__ = [
     "AlreadyExistsError", "as_candidate", "BatchStream", "BestCandidate", "Budget",
     "CancelledError", "Candidate", "Client", "Correctness", "DeadlineExceededError",
     "Evaluation", "FailedPreconditionError", "InternalError", "InvalidArgumentError", "Job",
-    "JobEvent", "KforgeError", "LlmSettings", "NotFoundError", "Progress", "record_to_row",
+    "JobEvent", "KforgeError", "LlmSettings", "NotFoundError", "PermissionDeniedError",
+    "Progress", "record_to_row",
     "Records", "records_to_dataframe", "ResourceExhaustedError", "Rollout", "speedup_reward",
-    "SubmittedTask", "SystemInfo", "Timing", "TrajectoryPoint", "UnavailableError",
+    "SubmittedTask", "SystemInfo", "Timing", "TrajectoryPoint", "UnauthenticatedError",
+    "UnavailableError",
     "UnimplementedError", "Worker",
 ]

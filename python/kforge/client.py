@@ -42,6 +42,56 @@ GpuTypes = Union[str, Sequence[str]]
 DEFAULT_MAX_ROUNDS = 5  # JobBudget.max_rounds = 0 means this
 
 # Reconnect quickly after a coordinator restart (gRPC's default backoff grows to 120 s).
+def client_settings() -> Dict[str, str]:
+    """The clients' config file, as the CLI reads it: $KFORGE_CONFIG, else
+    ~/.config/kforge/config; lines `flag = value` (coordinator, token_file, tls_ca_file,
+    insecure, ...), `#` comments. Empty when there is no file."""
+    path = os.environ.get("KFORGE_CONFIG") or str(Path.home() / ".config/kforge/config")
+    if not os.environ.get("KFORGE_CONFIG") and not Path(path).exists():
+        return {}
+    settings = {}
+    for n, line in enumerate(Path(path).read_text().splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        name, eq, value = line.partition("=")
+        if not eq or not name.strip():
+            raise ValueError(f"{path}:{n}: want `flag = value`, got {line!r}")
+        settings[name.strip()] = value.strip()
+    return settings
+
+
+def _setting(name: str, settings: Dict[str, str]) -> str:
+    """KFORGE_<NAME> from the environment, else `name` from the config file, else ""."""
+    return os.environ.get("KFORGE_" + name.upper()) or settings.get(name, "")
+
+
+def _token(settings: Dict[str, str]) -> str:
+    """$KFORGE_TOKEN, else the content of the token file ($KFORGE_TOKEN_FILE, else the config
+    file's token_file), else ""."""
+    if os.environ.get("KFORGE_TOKEN"):
+        return os.environ["KFORGE_TOKEN"].strip()
+    path = _setting("token_file", settings)
+    return Path(path).read_text().strip() if path else ""
+
+
+class _BearerToken(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor):
+    """Adds `authorization: Bearer <token>` to every call."""
+
+    def __init__(self, token: str):
+        self._metadata = ("authorization", f"Bearer {token}")
+
+    def _with_token(self, details):
+        metadata = list(details.metadata or []) + [self._metadata]
+        return details._replace(metadata=metadata)
+
+    def intercept_unary_unary(self, continuation, client_call_details, request):
+        return continuation(self._with_token(client_call_details), request)
+
+    def intercept_unary_stream(self, continuation, client_call_details, request):
+        return continuation(self._with_token(client_call_details), request)
+
+
 _DEFAULT_CHANNEL_OPTIONS = (("grpc.initial_reconnect_backoff_ms", 200),
                             ("grpc.min_reconnect_backoff_ms", 200),
                             ("grpc.max_reconnect_backoff_ms", 2000))
@@ -78,16 +128,33 @@ def speedup_reward(evaluation: Evaluation) -> float:
 
 
 class Client:
-    def __init__(self, address: str = "localhost:50051", *, timeout: float = 10.0,
+    def __init__(self, address: Optional[str] = None, *, timeout: float = 10.0,
                  credentials: Optional[grpc.ChannelCredentials] = None,
-                 options: Sequence = ()):
+                 options: Sequence = (), token: Optional[str] = None,
+                 tls_ca_file: Optional[str] = None, insecure: Optional[bool] = None):
+        """Each setting comes from the argument, else the environment (KFORGE_COORDINATOR,
+        KFORGE_TLS_CA_FILE, KFORGE_INSECURE, KFORGE_TOKEN, KFORGE_TOKEN_FILE), else the config
+        file (client_settings()), as for the CLI. TLS by default: the server is verified
+        against the CA file (else the system's roots); `insecure=True` talks plaintext;
+        `credentials` overrides both. The address defaults to localhost:50051."""
+        settings = client_settings()
+        address = address or _setting("coordinator", settings) or "localhost:50051"
         self.address = address
         self.timeout = timeout
         channel_options = list(_DEFAULT_CHANNEL_OPTIONS) + list(options)
+        if insecure is None:
+            insecure = _setting("insecure", settings).lower() in ("1", "true", "yes")
+        if credentials is None and not insecure:
+            ca_file = tls_ca_file or _setting("tls_ca_file", settings)
+            roots = Path(ca_file).read_bytes() if ca_file else None
+            credentials = grpc.ssl_channel_credentials(root_certificates=roots)
         if credentials is not None:
             self._channel = grpc.secure_channel(address, credentials, channel_options)
         else:
             self._channel = grpc.insecure_channel(address, channel_options)
+        token = token if token is not None else _token(settings)
+        if token:
+            self._channel = grpc.intercept_channel(self._channel, _BearerToken(token))
         self._stub = jobs_pb2_grpc.JobServiceStub(self._channel)
         self._max_rounds: Dict[str, int] = {}  # rounds budget of jobs submitted here
 
@@ -132,7 +199,7 @@ class Client:
         options = jobs_pb2.TaskOptions(precision=precision, atol=atol, rtol=rtol,
                                        correctness_trials=correctness_trials)
         resp = self._unary("SubmitTask",
-                           jobs_pb2.SubmitTaskRequest(name=name, source=source, options=options))
+                           jobs_pb2.SubmitTaskRequest(name=name, source=source.encode(), options=options))
         return SubmittedTask(task_id=resp.task_id, created=resp.created)
 
     # Batches ----------------------------------------------------------------------------
@@ -149,7 +216,7 @@ class Client:
         specs = []
         for i, c in enumerate(as_candidate(c) for c in candidates):
             dialect = enum_value(eval_pb2.Dialect, c.dialect) if c.dialect else 0
-            specs.append(jobs_pb2.CandidateSpec(source=c.source, dialect=dialect,
+            specs.append(jobs_pb2.CandidateSpec(source=c.source.encode(), dialect=dialect,
                                                 client_ref=c.client_ref or str(i)))
         gpus = _gpu_list(gpu_types)
         request = jobs_pb2.EvaluateBatchRequest(task_id=task_id, candidates=specs,
@@ -197,7 +264,7 @@ class Client:
             task_id=task_id, gpu_types=_gpu_list(gpu_types), strategy=strategy,
             strategy_params={k: str(v) for k, v in (strategy_params or {}).items()},
             llm=gateway_pb2.LlmSettings(**asdict(llm)), budget=jobs_pb2.JobBudget(**asdict(budget)),
-            seed=seed, seed_candidates=[as_candidate(c).source for c in seed_candidates],
+            seed=seed, seed_candidates=[as_candidate(c).source.encode() for c in seed_candidates],
             dialect=enum_value(eval_pb2.Dialect, dialect) if dialect else 0)
         job_id = self._unary("SubmitJob", request).job_id
         self._max_rounds[job_id] = budget.max_rounds or DEFAULT_MAX_ROUNDS

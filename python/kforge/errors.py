@@ -58,6 +58,16 @@ class UnimplementedError(KforgeError, NotImplementedError):
     """The server does not implement this RPC (UNIMPLEMENTED), e.g. an older coordinator."""
 
 
+class UnauthenticatedError(KforgeError, PermissionError):
+    """No valid credentials (UNAUTHENTICATED): no token, or an unknown, revoked or expired one;
+    `details` says which."""
+
+
+class PermissionDeniedError(KforgeError, PermissionError):
+    """A valid token without the role the call needs (PERMISSION_DENIED); `details` names the
+    principal, its roles and the role needed."""
+
+
 class CancelledError(KforgeError):
     """The call was cancelled (CANCELLED)."""
 
@@ -77,6 +87,8 @@ _BY_CODE = {
     grpc.StatusCode.DEADLINE_EXCEEDED: DeadlineExceededError,
     grpc.StatusCode.UNIMPLEMENTED: UnimplementedError,
     grpc.StatusCode.CANCELLED: CancelledError,
+    grpc.StatusCode.UNAUTHENTICATED: UnauthenticatedError,
+    grpc.StatusCode.PERMISSION_DENIED: PermissionDeniedError,
     grpc.StatusCode.INTERNAL: InternalError,
     grpc.StatusCode.UNKNOWN: InternalError,
     grpc.StatusCode.DATA_LOSS: InternalError,

@@ -36,7 +36,8 @@ def stack(postgres):
 
 @pytest.fixture(scope="session")
 def client(stack):
-    with kforge.Client(stack.address, timeout=30) as c:
+    with kforge.Client(stack.address, timeout=30, token=stack.token,
+                       tls_ca_file=stack.ca_file) as c:
         c.wait_ready(timeout=30)
         yield c
 

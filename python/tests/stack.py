@@ -44,6 +44,27 @@ def _service_env(extra: dict) -> dict:
     return env
 
 
+def make_pki(directory: Path) -> dict:
+    """A test CA and a server certificate for 127.0.0.1 and localhost signed by it (openssl);
+    the paths by role: ca, cert, key."""
+    ca_key, ca = directory / "ca.key", directory / "ca.pem"
+    key, csr, cert = directory / "server.key", directory / "server.csr", directory / "server.pem"
+    ext = directory / "server.ext"
+    ext.write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n"
+                   "extendedKeyUsage=serverAuth\n")
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    for args in (["req", "-x509", *ec, "-keyout", ca_key, "-out", ca, "-days", "2",
+                  "-subj", "/CN=kforge sdk test CA",
+                  "-addext", "basicConstraints=critical,CA:TRUE",
+                  "-addext", "keyUsage=critical,keyCertSign,cRLSign"],
+                 ["req", *ec, "-keyout", key, "-out", csr, "-subj", "/CN=localhost"],
+                 ["x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial",
+                  "-out", cert, "-days", "2", "-extfile", ext]):
+        subprocess.run(["openssl", *map(str, args)], check=True, capture_output=True,
+                       timeout=60)
+    return {"ca": str(ca), "cert": str(cert), "key": str(key)}
+
+
 class Postgres:
     """A throw-away PostgreSQL server; as root it runs as the 'postgres' (or 'nobody') user,
     since initdb and postgres refuse root."""
@@ -60,8 +81,19 @@ class Postgres:
                 except KeyError:
                     continue
             os.chown(self.dir, self._user.pw_uid, self._user.pw_gid)
-        self._run([PG_BIN / "initdb", "-D", self.dir / "data", "-U", PG_SUPERUSER, "-A", "trust",
-                   "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions"])
+        # Password (SCRAM) authentication, as in a deployment; the password lives in the URLs.
+        self.password = os.urandom(16).hex()
+        pwfile = self.dir / "initdb.pw"
+        pwfile.write_text(self.password + "\n")
+        pwfile.chmod(0o600)
+        if self._user is not None:
+            os.chown(pwfile, self._user.pw_uid, self._user.pw_gid)
+        try:
+            self._run([PG_BIN / "initdb", "-D", self.dir / "data", "-U", PG_SUPERUSER,
+                       "-A", "scram-sha-256", f"--pwfile={pwfile}", "-E", "UTF8", "--locale=C",
+                       "--no-sync", "--no-instructions"])
+        finally:
+            pwfile.unlink()
         for attempt in range(5):  # a probed port can be taken before the server binds it
             self.port = free_port()
             try:
@@ -78,9 +110,11 @@ class Postgres:
         kwargs = {}
         if self._user is not None:
             kwargs = dict(user=self._user.pw_uid, group=self._user.pw_gid, extra_groups=[])
+        env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C", "HOME": str(self.dir)}
+        if getattr(self, "password", None):
+            env["PGPASSWORD"] = self.password  # createdb's; never a service's environment
         r = subprocess.run([str(a) for a in argv], cwd=self.dir, capture_output=True, text=True,
-                           timeout=120, env={"PATH": "/usr/bin:/bin", "LC_ALL": "C",
-                                             "HOME": str(self.dir)}, **kwargs)
+                           timeout=120, env=env, **kwargs)
         if r.returncode != 0:
             log = self.dir / "server.log"
             raise RuntimeError(f"{argv[0]} failed ({r.returncode}): {r.stdout}{r.stderr}"
@@ -89,7 +123,7 @@ class Postgres:
     def create_database(self, name: str) -> str:
         self._run([PG_BIN / "createdb", "-h", "127.0.0.1", "-p", self.port, "-U", PG_SUPERUSER,
                    name])
-        return f"postgresql://{PG_SUPERUSER}@127.0.0.1:{self.port}/{name}"
+        return f"postgresql://{PG_SUPERUSER}:{self.password}@127.0.0.1:{self.port}/{name}"
 
     def stop(self) -> None:
         try:
@@ -178,19 +212,33 @@ class Stack:
         self.services: List[Service] = []
         try:
             self.database_url = pg.create_database(database)
-            self.gateway = self._add("llm_gateway/kforge-gateway", [], "gateway")
+            self.pki = make_pki(self.dir)
+            self.ca_file = self.pki["ca"]
+            gateway_token = self._secret("gateway.token", "kf_" + os.urandom(32).hex())
+            self.gateway = self._add("llm_gateway/kforge-gateway",
+                                     [f"--caller_token_file={gateway_token}"], "gateway")
             address = f"127.0.0.1:{free_port()}" if fixed_port else "127.0.0.1:0"
+            self.admin_token_file = self._secret("admin.token", "kf_" + os.urandom(32).hex())
             self.coordinator = self._add(
                 "coordinator/kforge-coordinator",
                 [f"--database_url={self.database_url}", "--db_pool_size=6",
-                 "--lease_timeout_s=5", "--heartbeat_interval_s=0.5", *coordinator_flags],
+                 "--lease_timeout_s=5", "--heartbeat_interval_s=0.5",
+                 f"--bootstrap_admin_token_file={self.admin_token_file}",
+                 f"--gateway_token_file={gateway_token}",
+                 # The pools the CPU workers stand in for, known before they register.
+                 f"--gpu_pools={','.join(worker_gpu_types) or 'cpu'}", *coordinator_flags],
                 "coordinator", grpc_address=address,
                 env={"KFORGE_GATEWAY_ADDRESS": self.gateway.address})
+            # What the tests' clients call with, and what the workers register with.
+            self.token = self.create_token("sdk-tests", "researcher,trainer,operator")
+            worker_token_file = self._secret("worker.token",
+                                             self.create_token("sdk-worker", "worker"))
             for i, gpu_type in enumerate(worker_gpu_types):
                 self._add("gpu_worker/kforge-worker",
                           [f"--coordinator={self.coordinator.address}", f"--gpu_type={gpu_type}",
                            "--device=cpu", "--slots=1", f"--cache_dir={self.dir}/cache",
-                           f"--eval_binary={BUILD}/gpu_worker/eval/kforge-eval"],
+                           f"--eval_binary={BUILD}/gpu_worker/eval/kforge-eval",
+                           f"--token_file={worker_token_file}"],
                           f"worker{i}")
         except BaseException:
             self.stop()
@@ -200,8 +248,26 @@ class Stack:
     def address(self) -> str:
         return self.coordinator.address
 
+    def _secret(self, name: str, value: str) -> str:
+        path = self.dir / name
+        path.write_text(value + "\n")
+        path.chmod(0o600)
+        return str(path)
+
+    def create_token(self, principal: str, roles: str, tenant: str = "default") -> str:
+        """A new API token, made with the CLI and the bootstrap admin token."""
+        out = subprocess.run(
+            [str(BUILD / "cli/kforge"), f"--coordinator={self.coordinator.address}",
+             f"--token_file={self.admin_token_file}", f"--tls_ca_file={self.ca_file}",
+             "token", "create",
+             f"--principal={principal}", f"--tenant={tenant}", f"--roles={roles}"],
+            capture_output=True, text=True, timeout=60, check=True)
+        return out.stdout.strip()
+
     def _add(self, binary: str, flags: List[str], name: str, **kwargs) -> Service:
-        service = Service(binary, flags, self.dir, name, **kwargs)
+        tls = [f"--tls_cert_file={self.pki['cert']}", f"--tls_key_file={self.pki['key']}",
+               f"--tls_ca_file={self.pki['ca']}"]
+        service = Service(binary, tls + flags, self.dir, name, **kwargs)
         self.services.append(service)
         return service
 

@@ -44,12 +44,44 @@ def test_a_full_queue_is_resource_exhausted(postgres):
     small = Stack(postgres, "sdk_small_queue", worker_gpu_types=(),
                   coordinator_flags=["--max_queue_depth=2"])
     try:
-        with kforge.Client(small.address, timeout=30) as c:
+        with kforge.Client(small.address, timeout=30, token=small.token,
+                           tls_ca_file=small.ca_file) as c:
             task = c.submit_task(TINY_TASKS / "tiny_relu.py")
             source = candidate_path("tiny_relu", "correct").read_text()
             with pytest.raises(kforge.ResourceExhaustedError,
                                match="3 more would pass its limit of 2; retry later"):
-                list(c.evaluate_batch(task, [source] * 3, ["nobody-serves-this"]))
+                list(c.evaluate_batch(task, [source] * 3, ["any"]))
             assert c.query_results(task_id=task) == []
     finally:
         small.stop()
+
+
+def test_credentials_are_checked_with_reasons(stack):
+    """No token, a revoked one, or one without the role: the error says which."""
+    with kforge.Client(stack.address, timeout=30, token="",
+                       tls_ca_file=stack.ca_file) as anonymous:
+        with pytest.raises(kforge.UnauthenticatedError, match="no credentials"):
+            anonymous.list_workers()
+    trainer = stack.create_token("sdk-trainer", "trainer")
+    with kforge.Client(stack.address, timeout=30, token=trainer,
+                       tls_ca_file=stack.ca_file) as c:
+        with pytest.raises(kforge.PermissionDeniedError,
+                           match=r"sdk-trainer \(roles: trainer\) may not list workers: it "
+                                 r"needs the operator role"):
+            c.list_workers()
+
+
+def test_the_config_file_names_the_coordinator_token_and_ca(stack, tmp_path, monkeypatch):
+    """Like the CLI: settings from $KFORGE_CONFIG when neither arguments nor the environment
+    give them."""
+    (tmp_path / "token").write_text(stack.token + "\n")
+    config = tmp_path / "config"
+    config.write_text(f"# kforge\ncoordinator = {stack.address}\n"
+                      f"token_file = {tmp_path / 'token'}\ntls_ca_file = {stack.ca_file}\n")
+    monkeypatch.setenv("KFORGE_CONFIG", str(config))
+    with kforge.Client(timeout=30) as c:
+        assert c.address == stack.address
+        assert len(c.list_workers()) >= 1
+    config.write_text("not a setting\n")
+    with pytest.raises(ValueError, match="want `flag = value`"):
+        kforge.Client(timeout=30)

@@ -147,7 +147,8 @@ def test_the_stream_reattaches_after_the_coordinator_restarts(restartable_stack)
     """The coordinator is killed after the first result and started again on its address:
     the iterator re-attaches by batch id and yields every result exactly once."""
     stack = restartable_stack
-    with kforge.Client(stack.address, timeout=30) as c:
+    with kforge.Client(stack.address, timeout=30, token=stack.token,
+                       tls_ca_file=stack.ca_file) as c:
         task = c.submit_task(TINY_TASKS / "tiny_relu.py")
         sources = [candidate_path("tiny_relu", "correct").read_text() + f"\n# {i}\n"
                    for i in range(3)]

@@ -120,7 +120,8 @@ class _FailedCall(grpc.RpcError):
     (grpc.StatusCode.UNAVAILABLE, kforge.UnavailableError, ConnectionError),
     (grpc.StatusCode.DEADLINE_EXCEEDED, kforge.DeadlineExceededError, TimeoutError),
     (grpc.StatusCode.UNIMPLEMENTED, kforge.UnimplementedError, NotImplementedError),
-    (grpc.StatusCode.PERMISSION_DENIED, kforge.KforgeError, Exception),
+    (grpc.StatusCode.PERMISSION_DENIED, kforge.PermissionDeniedError, PermissionError),
+    (grpc.StatusCode.UNAUTHENTICATED, kforge.UnauthenticatedError, PermissionError),
 ])
 def test_grpc_codes_map_to_exceptions(code, cls, builtin):
     error = kforge.errors.from_rpc_error(_FailedCall(code, "because"))

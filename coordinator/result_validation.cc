@@ -1,0 +1,161 @@
+#include "coordinator/result_validation.h"
+
+#include <cmath>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/repeated_field.h"
+
+namespace kforge {
+namespace {
+
+absl::Status Bad(const std::string& field, const std::string& why) {
+  return absl::InvalidArgumentError(absl::StrCat("malformed result: ", field, " ", why));
+}
+
+// Durations, times and counts: finite and not negative.
+absl::Status CheckNonNegative(const std::string& field, double v) {
+  if (!std::isfinite(v)) return Bad(field, absl::StrCat("is ", v, "; it must be finite"));
+  if (v < 0) return Bad(field, absl::StrCat("is ", v, "; it must not be negative"));
+  return absl::OkStatus();
+}
+
+absl::Status CheckSamples(const std::string& field,
+                          const google::protobuf::RepeatedField<double>& samples,
+                          const ResultLimits& limits) {
+  if (samples.size() > limits.max_samples) {
+    return Bad(field, absl::StrCat("has ", samples.size(), " samples; the limit is ",
+                                   limits.max_samples));
+  }
+  for (int i = 0; i < samples.size(); ++i) {
+    if (absl::Status s = CheckNonNegative(absl::StrCat(field, "[", i, "]"), samples[i]); !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckTiming(const std::string& name, const v1::TimingStats& t, bool timed,
+                         const ResultLimits& limits) {
+  const std::pair<const char*, double> stats[] = {{"median_ms", t.median_ms()},
+                                                  {"mean_ms", t.mean_ms()},
+                                                  {"min_ms", t.min_ms()},
+                                                  {"max_ms", t.max_ms()},
+                                                  {"std_ms", t.std_ms()}};
+  for (const auto& [field, v] : stats) {
+    if (absl::Status s = CheckNonNegative(absl::StrCat(name, ".", field), v); !s.ok()) return s;
+  }
+  const std::pair<const char*, const google::protobuf::RepeatedField<double>*> series[] = {
+      {"samples_ms", &t.samples_ms()},           {"tail_samples_ms", &t.tail_samples_ms()},
+      {"event_samples_ms", &t.event_samples_ms()}, {"pre_samples_ms", &t.pre_samples_ms()},
+      {"lat_samples_ms", &t.lat_samples_ms()},   {"span_samples_ms", &t.span_samples_ms()},
+      {"host_samples_ms", &t.host_samples_ms()}};
+  for (const auto& [field, v] : series) {
+    if (absl::Status s = CheckSamples(absl::StrCat(name, ".", field), *v, limits); !s.ok()) {
+      return s;
+    }
+  }
+  if (timed) {
+    if (t.n() == 0) return Bad(name + ".n", "is 0; an ok result has timed both programs");
+    if (t.median_ms() <= 0) {
+      return Bad(name + ".median_ms", "is 0; a timed program takes positive time");
+    }
+    if (t.min_ms() > t.median_ms() || t.median_ms() > t.max_ms()) {
+      return Bad(name, absl::StrCat("has median ", t.median_ms(), " outside [min ", t.min_ms(),
+                                    ", max ", t.max_ms(), "]"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckCorrectness(const v1::CorrectnessReport& c, bool ok) {
+  if (c.trials_passed() > c.trials()) {
+    return Bad("correctness.trials_passed",
+               absl::StrCat("is ", c.trials_passed(), ", more than the ", c.trials(), " trials"));
+  }
+  for (const auto& [field, v] :
+       {std::pair<const char*, double>{"atol", c.atol()}, {"rtol", c.rtol()}}) {
+    if (absl::Status s = CheckNonNegative(absl::StrCat("correctness.", field), v); !s.ok()) return s;
+  }
+  // A wrong candidate may produce NaN or infinite errors; a correct one cannot.
+  const std::pair<const char*, double> errors[] = {{"max_abs_error", c.max_abs_error()},
+                                                   {"max_rel_error", c.max_rel_error()},
+                                                   {"whole_rel_error", c.whole_rel_error()}};
+  for (const auto& [field, v] : errors) {
+    if (ok) {
+      if (absl::Status s = CheckNonNegative(absl::StrCat("correctness.", field), v); !s.ok()) {
+        return s;
+      }
+    } else if (v < 0) {
+      return Bad(absl::StrCat("correctness.", field), "must not be negative");
+    }
+  }
+  if (ok && (c.trials() == 0 || c.trials_passed() != c.trials())) {
+    return Bad("correctness", absl::StrCat("passed ", c.trials_passed(), " of ", c.trials(),
+                                           " trials; an ok result passes every trial"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckStages(const v1::StageDurations& st) {
+  const google::protobuf::Reflection* refl = st.GetReflection();
+  const google::protobuf::Descriptor* desc = st.GetDescriptor();
+  for (int i = 0; i < desc->field_count(); ++i) {
+    const google::protobuf::FieldDescriptor* f = desc->field(i);
+    if (f->cpp_type() != google::protobuf::FieldDescriptor::CPPTYPE_DOUBLE) continue;
+    if (absl::Status s = CheckNonNegative("stages." + f->name(), refl->GetDouble(st, f));
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateResult(const v1::EvalResult& r, const ResultLimits& limits) {
+  if (size_t bytes = r.ByteSizeLong(); bytes > limits.max_result_bytes) {
+    return Bad("", absl::StrCat("is ", bytes, " bytes; the limit is ", limits.max_result_bytes));
+  }
+  if (r.verdict() == v1::VERDICT_UNSPECIFIED || !v1::Verdict_IsValid(r.verdict())) {
+    return Bad("verdict", absl::StrCat("is ", static_cast<int>(r.verdict()),
+                                       "; it must be one of ok, compile_error, runtime_error, "
+                                       "incorrect, timeout, rejected"));
+  }
+  if (r.reason().size() > limits.max_reason_bytes) {
+    return Bad("reason", absl::StrCat("is ", r.reason().size(), " bytes; the limit is ",
+                                      limits.max_reason_bytes));
+  }
+  for (const auto& [field, text] : {std::pair<const char*, const std::string*>{
+                                        "compiler_log", &r.compiler_log()},
+                                    {"output_log", &r.output_log()}}) {
+    if (text->size() > limits.max_log_bytes) {
+      return Bad(field, absl::StrCat("is ", text->size(), " bytes; the limit is ",
+                                     limits.max_log_bytes));
+    }
+  }
+  const bool ok = r.verdict() == v1::VERDICT_OK;
+  if (r.has_speedup() && !ok) return Bad("speedup", "is set; only an ok result has a speedup");
+  if (ok && !r.has_speedup()) return Bad("speedup", "is missing; an ok result has one");
+  if (absl::Status s = CheckTiming("reference", r.reference(), ok, limits); !s.ok()) return s;
+  if (absl::Status s = CheckTiming("candidate", r.candidate(), ok, limits); !s.ok()) return s;
+  if (absl::Status s = CheckCorrectness(r.correctness(), ok); !s.ok()) return s;
+  if (absl::Status s = CheckStages(r.stages()); !s.ok()) return s;
+  if (absl::Status s = CheckNonNegative("timing_preroll_ms", r.timing_preroll_ms()); !s.ok()) {
+    return s;
+  }
+  if (ok) {
+    const double speedup = r.speedup();
+    if (!std::isfinite(speedup) || speedup <= 0) {
+      return Bad("speedup", absl::StrCat("is ", speedup, "; it must be finite and positive"));
+    }
+    const double expected = r.reference().median_ms() / r.candidate().median_ms();
+    if (std::abs(speedup - expected) > limits.speedup_rel_tolerance * expected) {
+      return Bad("speedup", absl::StrCat("is ", speedup, " but reference median / candidate "
+                                         "median is ", expected));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kforge

@@ -1,0 +1,124 @@
+#include "coordinator/result_validation.h"
+
+#include <cmath>
+#include <limits>
+
+#include "gtest/gtest.h"
+
+namespace kforge {
+namespace {
+
+void SetTiming(v1::TimingStats* t, double median) {
+  t->set_median_ms(median);
+  t->set_mean_ms(median);
+  t->set_min_ms(median * 0.9);
+  t->set_max_ms(median * 1.1);
+  t->set_n(20);
+}
+
+// What the engine sends for a correct candidate twice as fast as the reference.
+v1::EvalResult OkResult() {
+  v1::EvalResult r;
+  r.set_verdict(v1::VERDICT_OK);
+  SetTiming(r.mutable_reference(), 2.0);
+  SetTiming(r.mutable_candidate(), 1.0);
+  r.set_speedup(2.0);
+  r.mutable_correctness()->set_trials(5);
+  r.mutable_correctness()->set_trials_passed(5);
+  r.mutable_stages()->set_total_s(3.5);
+  return r;
+}
+
+TEST(ResultValidationTest, AcceptsTheEnginesResults) {
+  EXPECT_TRUE(ValidateResult(OkResult()).ok());
+  v1::EvalResult wrong;
+  wrong.set_verdict(v1::VERDICT_INCORRECT);
+  wrong.set_reason("output 0 differs");
+  wrong.mutable_correctness()->set_trials(1);
+  wrong.mutable_correctness()->set_max_abs_error(std::numeric_limits<double>::quiet_NaN());
+  EXPECT_TRUE(ValidateResult(wrong).ok()) << ValidateResult(wrong);
+}
+
+TEST(ResultValidationTest, RefusesASpeedupWithoutOk) {
+  v1::EvalResult r = OkResult();
+  r.set_verdict(v1::VERDICT_INCORRECT);
+  EXPECT_EQ(ValidateResult(r), absl::InvalidArgumentError(
+                                   "malformed result: speedup is set; only an ok result has a "
+                                   "speedup"));
+  r = OkResult();
+  r.clear_speedup();
+  EXPECT_EQ(ValidateResult(r).message(),
+            "malformed result: speedup is missing; an ok result has one");
+}
+
+TEST(ResultValidationTest, RefusesNanInfiniteAndNegativeNumbers) {
+  v1::EvalResult r = OkResult();
+  r.set_speedup(std::numeric_limits<double>::quiet_NaN());
+  EXPECT_EQ(ValidateResult(r).message(),
+            "malformed result: speedup is nan; it must be finite and positive");
+  r = OkResult();
+  r.set_speedup(-2);
+  EXPECT_EQ(ValidateResult(r).code(), absl::StatusCode::kInvalidArgument);
+  r = OkResult();
+  r.mutable_candidate()->set_median_ms(std::numeric_limits<double>::infinity());
+  EXPECT_EQ(ValidateResult(r).message(),
+            "malformed result: candidate.median_ms is inf; it must be finite");
+  r = OkResult();
+  r.mutable_reference()->add_samples_ms(-1);
+  EXPECT_EQ(ValidateResult(r).message(),
+            "malformed result: reference.samples_ms[0] is -1; it must not be negative");
+  r = OkResult();
+  r.mutable_stages()->set_build_s(-3);
+  EXPECT_EQ(ValidateResult(r).message(),
+            "malformed result: stages.build_s is -3; it must not be negative");
+}
+
+TEST(ResultValidationTest, RefusesASpeedupTheTimingsDoNotGive) {
+  v1::EvalResult r = OkResult();
+  r.set_speedup(1000);  // the rogue worker's forgery: 2 ms / 1 ms is 2
+  EXPECT_EQ(ValidateResult(r).message(),
+            "malformed result: speedup is 1000 but reference median / candidate median is 2");
+  r = OkResult();
+  r.mutable_candidate()->set_n(0);
+  EXPECT_EQ(ValidateResult(r).message(),
+            "malformed result: candidate.n is 0; an ok result has timed both programs");
+}
+
+TEST(ResultValidationTest, RefusesAnOkThatFailedTrials) {
+  v1::EvalResult r = OkResult();
+  r.mutable_correctness()->set_trials_passed(4);
+  EXPECT_EQ(ValidateResult(r).message(),
+            "malformed result: correctness passed 4 of 5 trials; an ok result passes every "
+            "trial");
+  r.mutable_correctness()->set_trials_passed(6);
+  EXPECT_EQ(ValidateResult(r).message(),
+            "malformed result: correctness.trials_passed is 6, more than the 5 trials");
+}
+
+TEST(ResultValidationTest, RefusesUnknownVerdicts) {
+  v1::EvalResult r;
+  EXPECT_EQ(ValidateResult(r).code(), absl::StatusCode::kInvalidArgument);
+  r.set_verdict(static_cast<v1::Verdict>(77));
+  EXPECT_EQ(ValidateResult(r).message(),
+            "malformed result: verdict is 77; it must be one of ok, compile_error, "
+            "runtime_error, incorrect, timeout, rejected");
+}
+
+TEST(ResultValidationTest, BoundsSizes) {
+  ResultLimits limits;
+  limits.max_samples = 3;
+  limits.max_log_bytes = 10;
+  v1::EvalResult r = OkResult();
+  for (int i = 0; i < 4; ++i) r.mutable_reference()->add_samples_ms(1);
+  EXPECT_EQ(ValidateResult(r, limits).message(),
+            "malformed result: reference.samples_ms has 4 samples; the limit is 3");
+  r = OkResult();
+  r.set_compiler_log(std::string(11, 'x'));
+  EXPECT_EQ(ValidateResult(r, limits).message(),
+            "malformed result: compiler_log is 11 bytes; the limit is 10");
+  limits.max_result_bytes = 16;
+  EXPECT_EQ(ValidateResult(OkResult(), limits).code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace kforge

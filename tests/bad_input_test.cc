@@ -1,0 +1,194 @@
+// Bad input reaches a real coordinator (and PostgreSQL) and is refused with a message naming
+// what is wrong, nothing stored: tasks that are not UTF-8 or do not parse, absurd task
+// options and budgets, GPU types no pool serves, and a rogue worker's forged results.
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "kforge/v1/jobs.grpc.pb.h"
+#include "tests/cluster.h"
+#include "tests/pg_harness.h"
+#include "tests/rogue_worker.h"
+
+namespace kforge {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::StartsWith;
+
+::testing::Environment* const kPgEnvironment =
+    ::testing::AddGlobalTestEnvironment(new PgTestEnvironment());
+
+void SetDeadline(grpc::ClientContext& ctx, int seconds = 20) {
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(seconds));
+}
+
+grpc::Status SubmitTask(v1::JobService::Stub& stub, const v1::SubmitTaskRequest& req) {
+  grpc::ClientContext ctx;
+  SetDeadline(ctx);
+  v1::SubmitTaskResponse resp;
+  return stub.SubmitTask(&ctx, req, &resp);
+}
+
+grpc::Status SubmitJob(v1::JobService::Stub& stub, const v1::SubmitJobRequest& req) {
+  grpc::ClientContext ctx;
+  SetDeadline(ctx);
+  v1::SubmitJobResponse resp;
+  return stub.SubmitJob(&ctx, req, &resp);
+}
+
+// The first status of an EvaluateBatch call that is refused before anything is queued.
+grpc::Status RefusedBatch(v1::JobService::Stub& stub, const v1::EvaluateBatchRequest& req) {
+  grpc::ClientContext ctx;
+  SetDeadline(ctx);
+  auto reader = stub.EvaluateBatch(&ctx, req);
+  v1::EvaluationRecord rec;
+  while (reader->Read(&rec)) {
+  }
+  return reader->Finish();
+}
+
+std::string TaskSource() { return ReadSourceFile("examples/tasks/tiny/tiny_relu.py"); }
+
+TEST(BadInputTest, TasksThatAreNotUtf8OrDoNotParseOrHaveAbsurdOptionsAreRefused) {
+  Cluster cluster("bad_tasks");
+  auto stub = cluster.Stub();
+  v1::SubmitTaskRequest req;
+  req.set_source(TaskSource() + "# \xff\xfe\n");
+  grpc::Status s = SubmitTask(*stub, req);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message(), "task source is not valid UTF-8 (byte " +
+                                   std::to_string(TaskSource().size() + 2) + ")");
+
+  req.set_source(TaskSource() + "\ndef broken(:\n    pass\n");
+  s = SubmitTask(*stub, req);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), StartsWith("task source does not parse as Python: line "));
+
+  req.set_source(TaskSource());
+  req.mutable_options()->set_atol(-1);
+  EXPECT_EQ(SubmitTask(*stub, req).error_message(),
+            "options.atol is -1; it must be 0 (the default) or within (0, 1]");
+  req.mutable_options()->set_atol(0);
+  req.mutable_options()->set_rtol(std::nan(""));
+  EXPECT_EQ(SubmitTask(*stub, req).error_message(),
+            "options.rtol is nan; it must be 0 (the default) or within (0, 1]");
+  req.mutable_options()->set_rtol(0);
+  req.mutable_options()->set_correctness_trials(4000000000u);
+  EXPECT_EQ(SubmitTask(*stub, req).error_message(),
+            "options.correctness_trials is 4000000000; at most 100");
+  EXPECT_EQ(cluster.Query("SELECT count(*) FROM tasks").Get(0, 0), "0");
+}
+
+TEST(BadInputTest, CandidatesBudgetsAndUnservedGpuTypesAreRefused) {
+  Cluster cluster("bad_requests");
+  auto stub = cluster.Stub();
+  std::string task = cluster.SubmitTask("examples/tasks/tiny/tiny_relu.py");
+
+  v1::EvaluateBatchRequest batch;
+  batch.set_task_id(task);
+  batch.add_candidates()->set_source("abc\xc3(");
+  batch.add_gpu_types("any");
+  grpc::Status s = RefusedBatch(*stub, batch);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message(), "candidate 0 is not valid UTF-8 (byte 3)");
+
+  batch.mutable_candidates(0)->set_source("class ModelNew: pass\n");
+  batch.set_gpu_types(0, "H999");
+  s = RefusedBatch(*stub, batch);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message(),
+            "no worker pool serves GPU type 'H999' (known: H100, any, cpu, typeA, typeB); the "
+            "coordinator's --gpu_pools names pools that have no worker now");
+
+  v1::SubmitJobRequest job = ReluJobRequest(task, 1, 1);
+  job.set_gpu_types(0, "H999");
+  EXPECT_THAT(SubmitJob(*stub, job).error_message(),
+              StartsWith("no worker pool serves GPU type 'H999'"));
+  job = ReluJobRequest(task, 1, 1);
+  job.set_gpu_types(0, "any");
+  job.mutable_budget()->set_max_wall_s(std::nan(""));
+  EXPECT_EQ(SubmitJob(*stub, job).error_message(),
+            "budget.max_wall_s must be within [0, 2592000] seconds (0: no limit)");
+  job.mutable_budget()->set_max_wall_s(0);
+  job.mutable_budget()->set_target_speedup(std::numeric_limits<double>::infinity());
+  EXPECT_EQ(SubmitJob(*stub, job).error_message(),
+            "budget.target_speedup must be finite and not negative (0: none)");
+  job.mutable_budget()->set_target_speedup(0);
+  job.mutable_llm()->set_temperature(std::nan(""));
+  EXPECT_EQ(SubmitJob(*stub, job).error_message(), "llm.temperature must be within [0, 2]");
+
+  grpc::ClientContext ctx;
+  SetDeadline(ctx);
+  v1::GetJobRequest get;
+  get.set_job_id("x' OR 1=1 --");
+  v1::Job got;
+  s = stub->GetJob(&ctx, get, &got);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message(), "job_id 'x' OR 1=1 --' is not a UUID");
+
+  PgResult counts = cluster.Query(
+      "SELECT (SELECT count(*) FROM jobs) || '/' || (SELECT count(*) FROM evaluations)");
+  EXPECT_EQ(counts.Get(0, 0), "0/0");
+}
+
+TEST(BadInputTest, ForgedResultsAreRefusedWithAReasonAndNothingIsStored) {
+  Cluster cluster("rogue_results");
+  // A worker with valid credentials that forges its results.
+  RogueWorker rogue(cluster.coordinator()->grpc_address(), "cpu", cluster.worker_token());
+  ASSERT_TRUE(rogue.registered().ok()) << rogue.registered().error_message();
+  std::string task = cluster.SubmitTask("examples/tasks/tiny/tiny_relu.py");
+  auto stub = cluster.Stub();
+  v1::EvaluateBatchRequest req;
+  req.set_task_id(task);
+  req.add_candidates()->set_source(ReadSourceFile("examples/candidates/tiny_relu/wrong.py"));
+  req.add_gpu_types("cpu");
+  grpc::ClientContext batch_ctx;
+  SetDeadline(batch_ctx, 120);
+  auto batch = stub->EvaluateBatch(&batch_ctx, req);
+  batch->WaitForInitialMetadata();  // queued
+
+  ASSERT_TRUE(rogue.Connect());
+  std::string lease = rogue.TakeLease();
+  ASSERT_FALSE(lease.empty());
+  v1::EvalResult forged;  // "ok, speedup 1000" without evaluating anything
+  forged.set_verdict(v1::VERDICT_OK);
+  forged.set_speedup(1000);
+  EXPECT_EQ(rogue.SendAndReadRefusal(lease, forged),
+            "malformed result: reference.n is 0; an ok result has timed both programs");
+
+  lease = rogue.TakeLease();  // the evaluation went back to the queue and came again
+  ASSERT_FALSE(lease.empty());
+  forged.set_speedup(std::numeric_limits<double>::quiet_NaN());
+  for (v1::TimingStats* t : {forged.mutable_reference(), forged.mutable_candidate()}) {
+    t->set_n(5);
+    t->set_median_ms(1);
+    t->set_min_ms(1);
+    t->set_max_ms(1);
+  }
+  forged.mutable_correctness()->set_trials(5);
+  forged.mutable_correctness()->set_trials_passed(5);
+  EXPECT_EQ(rogue.SendAndReadRefusal(lease, forged),
+            "malformed result: speedup is nan; it must be finite and positive");
+  // The third lease is the last attempt; the rogue leaves without answering it, so the
+  // evaluation ends as worker_lost, and none of the forgeries was ever stored.
+  ASSERT_FALSE(rogue.TakeLease().empty());
+  rogue.Close();
+  ASSERT_TRUE(cluster.WaitFor("SELECT count(*) FROM evaluations WHERE state = 'done'", "1"));
+  PgResult rows = cluster.Query(
+      "SELECT verdict || '/' || rule || '/' || attempts || '/' || "
+      "  coalesce(speedup::text, 'no speedup') || '/' || coalesce(worker_id::text, 'no worker') "
+      "FROM evaluations");
+  EXPECT_EQ(rows.Get(0, 0), "runtime_error/worker_lost/3/no speedup/no worker");
+  EXPECT_THAT(cluster.coordinator()->log(), HasSubstr("\"msg\":\"result refused\""));
+  EXPECT_THAT(cluster.coordinator()->log(), Not(HasSubstr("result stored")));
+  batch_ctx.TryCancel();
+}
+
+}  // namespace
+}  // namespace kforge
