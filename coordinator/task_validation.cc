@@ -67,7 +67,13 @@ absl::Status ValidateUuid(std::string_view text, const std::string& what) {
 }
 
 absl::Status ValidateTaskOptions(const std::string& precision, double atol, double rtol,
-                                 uint32_t trials) {
+                                 uint32_t trials, const std::string& policy) {
+  if (!policy.empty() && policy != "strict" && policy != "runtime") {
+    std::string shown = policy.substr(0, 64);
+    if (FirstInvalidUtf8(shown)) shown = "(not UTF-8)";
+    return absl::InvalidArgumentError(
+        absl::StrCat("options.policy must be strict or runtime, not '", shown, "'"));
+  }
   if (!precision.empty() && precision != "fp32" && precision != "fp16" && precision != "bf16") {
     return absl::InvalidArgumentError(
         absl::StrCat("options.precision must be fp32, fp16 or bf16, not '", precision, "'"));

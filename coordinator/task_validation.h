@@ -33,7 +33,7 @@ bool IsUuid(std::string_view text);
 inline constexpr double kMaxTolerance = 1;
 inline constexpr uint32_t kMaxTrials = 100;
 absl::Status ValidateTaskOptions(const std::string& precision, double atol, double rtol,
-                                 uint32_t trials);
+                                 uint32_t trials, const std::string& policy = "");
 
 }  // namespace kforge
 

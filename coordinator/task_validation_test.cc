@@ -48,6 +48,9 @@ TEST(TaskValidationTest, RejectsAbsurdOptions) {
             "options.rtol is nan; it must be 0 (the default) or within (0, 1]");
   EXPECT_EQ(ValidateTaskOptions("", 0, 0, 4000000000u).message(),
             "options.correctness_trials is 4000000000; at most 100");
+  EXPECT_TRUE(ValidateTaskOptions("", 0, 0, 0, "runtime").ok());
+  EXPECT_EQ(ValidateTaskOptions("", 0, 0, 0, "lenient").message(),
+            "options.policy must be strict or runtime, not 'lenient'");
   EXPECT_EQ(ValidateTaskOptions("fp64", 0, 0, 0).message(),
             "options.precision must be fp32, fp16 or bf16, not 'fp64'");
 }

@@ -29,6 +29,7 @@ void ApplyTaskOptions(const std::string& options_json, v1::EvalRequest* req) {
   req->set_atol(opts.atol() > 0 ? opts.atol() : (low ? 1e-2 : 0));
   req->set_rtol(opts.rtol() > 0 ? opts.rtol() : (low ? 1e-2 : 0));
   req->set_correctness_trials(opts.correctness_trials());
+  req->set_policy(opts.policy());
 }
 
 }  // namespace

@@ -118,10 +118,11 @@ v1::CreateTokenResponse Cluster::CreateToken(const std::string& principal,
   return tokens_.Create(addresses_[0], principal, tenant, roles);
 }
 
-std::string Cluster::SubmitTask(const std::string& relative) {
+std::string Cluster::SubmitTask(const std::string& relative, const v1::TaskOptions& options) {
   v1::SubmitTaskRequest req;
   req.set_name(relative);
   req.set_source(ReadSourceFile(relative));
+  *req.mutable_options() = options;
   v1::SubmitTaskResponse resp;
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));

@@ -61,7 +61,7 @@ class Cluster {
   std::string TokenFile(const std::string& name, const std::string& token) {
     return tokens_.File(name, token);
   }
-  std::string SubmitTask(const std::string& relative);
+  std::string SubmitTask(const std::string& relative, const v1::TaskOptions& options = {});
   // SELECT helper on the cluster's database (a failed query fails the test).
   PgResult Query(const std::string& sql);
   // The same, returning the error instead.

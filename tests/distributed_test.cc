@@ -101,6 +101,47 @@ TEST(DistributedTest, BatchLandsOnlyOnWorkersOfTheRequestedType) {
   EXPECT_EQ(rows.Get(0, "total"), "6");
 }
 
+// The trust boundary end to end: exploit candidates that forge a result from host C++, reach
+// for the judge, or answer before their work is done run under the runtime policy (no static
+// rule stops them) through a worker's sandbox, and none of them reaches PostgreSQL as `ok`.
+TEST(DistributedTest, ForgedResultsNeverReachTheDatabase) {
+  Cluster cluster("dist_forged");
+  ASSERT_NE(cluster.StartWorker("cpu"), nullptr);
+  v1::TaskOptions options;
+  options.set_policy("runtime");
+  std::string task = cluster.SubmitTask("examples/tasks/tiny/tiny_relu.py", options);
+  v1::EvaluateBatchRequest req;
+  req.set_task_id(task);
+  for (const char* c : {"forged_result", "reaches_judge", "early_done"}) {
+    auto* spec = req.add_candidates();
+    spec->set_source(ReadSourceFile(std::string("tests/engine/exploits/") + c + ".cpp"));
+    spec->set_dialect(v1::DIALECT_CPP);
+    spec->set_client_ref(c);
+  }
+  req.add_gpu_types("cpu");
+  std::vector<v1::EvaluationRecord> records;
+  auto stub = cluster.Stub();
+  grpc::Status s = ReadBatch(*stub, req, &records, nullptr);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_EQ(records.size(), 3u);
+  std::map<std::string, v1::EvalResult> results;
+  for (const auto& r : records) results[r.client_ref()] = r.result();
+  EXPECT_EQ(results["forged_result"].verdict(), v1::VERDICT_RUNTIME_ERROR)
+      << results["forged_result"].reason();
+  EXPECT_EQ(results["reaches_judge"].verdict(), v1::VERDICT_INCORRECT)
+      << results["reaches_judge"].reason();
+  EXPECT_EQ(results["early_done"].rule(), "stale_memory") << results["early_done"].reason();
+  for (const auto& [ref, r] : results) {
+    EXPECT_EQ(r.policy(), "runtime") << ref;
+    EXPECT_FALSE(r.has_speedup()) << ref;
+  }
+  PgResult rows = cluster.Query(
+      "SELECT count(*) FILTER (WHERE verdict = 'ok' OR speedup IS NOT NULL) AS forged, "
+      "count(*) AS total FROM evaluations WHERE task_id = '" + task + "'");
+  EXPECT_EQ(rows.Get(0, "forged"), "0");
+  EXPECT_EQ(rows.Get(0, "total"), "3");
+}
+
 TEST(DistributedTest, MalformedAndUnknownRequestsGetClearErrors) {
   Cluster cluster("dist_errors");
   auto stub = cluster.Stub();
