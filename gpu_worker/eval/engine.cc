@@ -617,12 +617,19 @@ class Evaluation {
     };
     // The judge's clock sees each program's call as a caller does: the reference's forward in
     // this process, the candidate's request to its process, its answer and the judge's copy of
-    // the output slots, each followed by a device synchronisation; the reference copies its
-    // outputs the same way, so both pay one output copy.
+    // the output slots, each followed by a device synchronisation. The candidate's outputs are
+    // copied twice (into the slots by its process, out of them by the judge), so the
+    // reference's are too (into buffers laid out like the slots, then out of them).
+    std::vector<at::Tensor> ref_slots;
+    for (const at::Tensor& t : out_like) ref_slots.push_back(at::empty_like(t));
     Program ref = [&](int s) {
       at::NoGradGuard g;
       ref_out = ref_model_(*sets[s].ref);
-      for (const at::Tensor& t : OutputsToTensors(ref_out).tensors) ref_copy.push_back(t.clone());
+      std::vector<at::Tensor> outs = OutputsToTensors(ref_out).tensors;
+      for (size_t k = 0; k < outs.size() && k < ref_slots.size(); ++k) {
+        ref_slots[k].copy_(outs[k]);
+        ref_copy.push_back(ref_slots[k].clone());
+      }
     };
     Program cand = [&](int s) {
       std::string error;
