@@ -142,7 +142,7 @@ class Evaluation {
                      "policy must be \"strict\" or \"runtime\", not \"" + policy + "\"",
                      "bad_request"};
     }
-    strict_ = policy != "runtime";
+    strict_ = policy == "strict";  // runtime unless asked (docs/evaluation.md, "The trust boundary")
     result_.set_policy(strict_ ? "strict" : "runtime");
     if (strict_) {
       RuleViolation rv =

@@ -287,8 +287,10 @@ def main():
                    help="EvalRequest.timing_preroll_ms for every case (0: none)")
     p.add_argument("--timing-clock", default="", choices=("", "activity", "events"),
                    help="EvalRequest.timing_clock for every case (empty: the engine's default)")
-    p.add_argument("--policy", default="", choices=("", "strict", "runtime"),
-                   help="EvalRequest.policy for the cases that do not name one")
+    p.add_argument("--policy", default="strict", choices=("", "strict", "runtime"),
+                   help="EvalRequest.policy for the cases that do not name one (the example "
+                        "hacks state what the static rules of `strict` answer; the exploits "
+                        "name `runtime`)")
     p.add_argument("--serve", action="store_true",
                    help="send every case to one `kforge-eval --serve` instead of a process each")
     args = p.parse_args()
