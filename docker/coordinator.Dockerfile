@@ -1,5 +1,7 @@
 # kforge-coordinator on Debian 12 slim with the shared libraries it links (the list in
-# docker/runtime-packages.txt, checked against the built binary by tests/docker/).
+# docker/runtime-packages.txt, checked against the built binary by tests/docker/), python3
+# (the coordinator compile-checks submitted tasks with it, --task_python) and the kforge CLI
+# (the chart's probes run `kforge health`).
 #
 #   docker build -f docker/coordinator.Dockerfile --build-arg BUILD_IMAGE=kforge/build -t kforge/coordinator .
 ARG BUILD_IMAGE=kforge/build

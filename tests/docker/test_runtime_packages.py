@@ -18,6 +18,8 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 BUILD = pathlib.Path(os.environ.get("KFORGE_BUILD_DIR", REPO / "build"))
 BINARIES = {"coordinator": "coordinator/kforge-coordinator",
             "gateway": "llm_gateway/kforge-gateway"}
+# Both images also carry the CLI: with TLS the Helm chart's probes run `kforge health`.
+CLI = "cli/kforge"
 
 
 def listed_packages():
@@ -68,9 +70,10 @@ def library_packages(binary):
             for path, names in spellings.items()}
 
 
-@pytest.mark.parametrize("service", sorted(BINARIES))
-def test_runtime_packages_provide_every_library(service):
-    binary = BUILD / BINARIES[service]
+@pytest.mark.parametrize("service, binary", [(s, b) for s, b in sorted(BINARIES.items())] +
+                         [(s, CLI) for s in sorted(BINARIES)])
+def test_runtime_packages_provide_every_library(service, binary):
+    binary = BUILD / binary
     assert binary.exists(), f"{binary} is not built"
     listed = listed_packages()[service]
     provided = closure(listed, installed_depends())
@@ -78,3 +81,17 @@ def test_runtime_packages_provide_every_library(service):
     assert any("libgrpc" in p for p in owners), "ldd found the binary's libraries"
     missing = {lib: pkg for lib, pkg in owners.items() if pkg not in provided}
     assert not missing, f"{service}: libraries from packages not in runtime-packages.txt: {missing}"
+
+
+def test_the_coordinator_image_has_the_python_that_compile_checks_tasks():
+    """The coordinator runs --task_python (default python3) to compile every submitted task
+    and refuses to start when it does not work: the image must ship it."""
+    main = (REPO / "coordinator" / "main.cc").read_text()
+    python = re.search(r'ABSL_FLAG\(std::string, task_python, "([^"]+)"', main).group(1)
+    assert python == "python3"
+    found = subprocess.run(["dpkg", "-S", f"/usr/bin/{python}"], capture_output=True, text=True,
+                           check=True).stdout
+    owner = found.split(":", 1)[0]
+    assert owner in closure(listed_packages()["coordinator"], installed_depends()), owner
+    assert owner not in closure(listed_packages()["gateway"], installed_depends()), \
+        "the check means something: the gateway's list does not bring python3"

@@ -12,6 +12,7 @@ import os
 import pathlib
 import re
 import subprocess
+import tempfile
 
 import kubernetes_validate
 import pytest
@@ -84,6 +85,43 @@ def env_of(container):
     return {e["name"]: e for e in container.get("env", [])}
 
 
+def secret_file(obj, container, path):
+    """(Secret name, key) of the file at `path` in `container`: mounted read-only from a
+    Secret volume of `obj`'s pod; fails when the path is on no such volume."""
+    mounts = [m for m in container.get("volumeMounts", [])
+              if path.startswith(m["mountPath"].rstrip("/") + "/")]
+    assert len(mounts) == 1, f"{path}: mounted {len(mounts)} times"
+    (mount,) = mounts
+    assert mount.get("readOnly") is True, mount
+    (volume,) = [v for v in obj["spec"]["template"]["spec"]["volumes"] if v["name"] == mount["name"]]
+    assert "secret" in volume, f"{path} is on {volume}, not a Secret"
+    relative = path[len(mount["mountPath"].rstrip("/")) + 1:]
+    items = volume["secret"].get("items")
+    if items is None:
+        return volume["secret"]["secretName"], relative
+    (key,) = [i["key"] for i in items if i["path"] == relative]
+    return volume["secret"]["secretName"], key
+
+
+def deployment_of(objects, component):
+    (d,) = [d for d in by_kind(objects, "Deployment")
+            if d["metadata"]["labels"]["app.kubernetes.io/component"] == component]
+    return d
+
+
+def secret_data(objects, name):
+    return {k: base64.b64decode(v).decode() for k, v in named(objects, "Secret", name)["data"].items()}
+
+
+def component_of(d):
+    return d["metadata"]["labels"]["app.kubernetes.io/component"]
+
+
+# Where each image has the CLI the TLS probes run (docker/*.Dockerfile).
+PROBE_CLI = {"coordinator": "/usr/local/bin/kforge", "gateway": "/usr/local/bin/kforge",
+             "worker": "/src/kforge/build/cli/kforge"}
+
+
 @pytest.fixture(scope="module", params=SCENARIOS)
 def scenario(request):
     return request.param
@@ -146,14 +184,22 @@ def test_each_pool_has_its_node_selector_gpu_limits_grace_period_and_sandbox(sce
         assert spec["tolerations"] == pool["tolerations"]
 
 
-def test_probes_point_at_the_port_each_service_serves_health_on(objects):
+def test_probes_point_at_the_port_each_service_serves_health_on(scenario, objects):
+    insecure = values_of(scenario)["tls"]["insecure"]
     for d in by_kind(objects, "Deployment"):
         (c,) = containers(d)
         served = int(env_of(c)["KFORGE_GRPC_ADDRESS"]["value"].rsplit(":", 1)[1])
         (grpc_port,) = [p["containerPort"] for p in c["ports"] if p["name"] == "grpc"]
         assert grpc_port == served
+        component = component_of(d)
         for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
-            assert c[probe]["grpc"]["port"] == served, (d["metadata"]["name"], probe)
+            if insecure:  # Kubernetes' own gRPC probe: plaintext only
+                assert c[probe]["grpc"]["port"] == served, (d["metadata"]["name"], probe)
+            else:  # TLS: `kforge health` verifying the certificate's name for the component
+                assert "grpc" not in c[probe]
+                assert c[probe]["exec"]["command"] == [
+                    PROBE_CLI[component], f"--tls_server_name=kf-kforge-{component}", "health",
+                    f"127.0.0.1:{served}"], (d["metadata"]["name"], probe)
         metrics = int(env_of(c)["KFORGE_METRICS_ADDRESS"]["value"].rsplit(":", 1)[1])
         assert [p["containerPort"] for p in c["ports"] if p["name"] == "metrics"] == [metrics]
 
@@ -268,20 +314,35 @@ def secret_values(objects):
 
 
 def test_no_secret_value_is_rendered_outside_its_secret(scenario, objects):
+    values = values_of(scenario)
     secrets = secret_values(objects)
-    if values_of(scenario)["postgresql"]["enabled"]:
-        assert len(secrets) == 2, "the chart's database password and URL"
+    want = 0
+    if values["postgresql"]["enabled"]:
+        want += 2  # the chart's database password and URL
+    if not values["tls"]["insecure"] and not values["tls"]["existingSecret"]:
+        want += 3  # the chart's CA, certificate and key
+    if not values["auth"]["existingSecret"]:
+        want += 2  # the chart's bootstrap admin and gateway tokens
+    assert len(secrets) == want
     for obj in objects:
         if obj["kind"] == "Secret":
             continue
         text = yaml.safe_dump(obj)
         for value in secrets:
             assert value not in text, f"a Secret's value is in {obj['kind']} {obj['metadata']['name']}"
+    for obj in objects:
+        if obj["kind"] != "Secret":
+            text = yaml.safe_dump(obj)
+            assert not re.search(r"kf_[0-9a-f]{64}", text), f"a token in {obj['metadata']['name']}"
+            assert not re.search(r"postgresql://[^@\s]*:[^@\s]*@", text), "a database password"
+            assert "PRIVATE KEY" not in text
+    # Every credential reaches a process as a file mounted from a Secret, never as a value.
     for obj in by_kind(objects, "Deployment") + by_kind(objects, "StatefulSet"):
         for c in containers(obj):
             for e in c.get("env", []):
-                if re.search(r"DATABASE_URL|PASSWORD|API_KEY$|TOKEN$", e["name"]):
-                    assert "value" not in e and "secretKeyRef" in e["valueFrom"], e
+                if re.search(r"DATABASE_URL|PASSWORD|API_KEY|TOKEN|TLS_KEY", e["name"]):
+                    assert e["name"].endswith("_FILE") and "valueFrom" not in e, e
+                    secret_file(obj, c, e["value"])
 
 
 def test_database_url_comes_from_the_right_secret(scenario, objects):
@@ -289,8 +350,12 @@ def test_database_url_comes_from_the_right_secret(scenario, objects):
     want = ({"name": "kf-kforge-database", "key": "url"} if values["postgresql"]["enabled"] else
             {"name": values["database"]["existingSecret"], "key": values["database"]["urlKey"]})
     for name in ("kf-kforge-coordinator", "kf-kforge-gateway"):
-        (c,) = containers(named(objects, "Deployment", name))
-        assert env_of(c)["KFORGE_DATABASE_URL"]["valueFrom"]["secretKeyRef"] == want
+        d = named(objects, "Deployment", name)
+        (c,) = containers(d)
+        env = env_of(c)
+        assert "KFORGE_DATABASE_URL" not in env
+        name, key = secret_file(d, c, env["KFORGE_DATABASE_URL_FILE"]["value"])
+        assert {"name": name, "key": key} == want
     assert bool(by_kind(objects, "StatefulSet")) == values["postgresql"]["enabled"]
 
 
@@ -312,17 +377,114 @@ def test_provider_keys_are_mounted_files_named_by_flags():
     assert not [e for e in env_of(c) if "API_KEY" in e], "no key without a Secret"
 
 
-def test_tls_and_tokens_are_mounted_from_their_secrets():
-    objects = render("tls-values.yaml")
-    for d in by_kind(objects, "Deployment"):
-        spec = d["spec"]["template"]["spec"]
-        secrets = {v["name"]: v["secret"]["secretName"] for v in spec["volumes"] if "secret" in v}
-        assert secrets["tls"] == "kforge-tls" and secrets["auth"] == "kforge-auth"
+TLS_FILES = {"KFORGE_TLS_CERT_FILE": "tls.crt", "KFORGE_TLS_KEY_FILE": "tls.key",
+             "KFORGE_TLS_CA_FILE": "ca.crt"}
+
+
+def test_every_deployment_serves_and_calls_tls_from_a_mounted_secret(scenario, objects):
+    tls = values_of(scenario)["tls"]
+    want = tls["existingSecret"] or "kf-kforge-tls"
+    deployments = by_kind(objects, "Deployment")
+    assert {component_of(d) for d in deployments} == {"coordinator", "gateway", "worker"}
+    for d in deployments:
         (c,) = containers(d)
         env = env_of(c)
-        assert env["KFORGE_TLS_CERT_FILE"]["value"] == "/var/run/secrets/kforge/tls/tls.crt"
-        assert {m["name"]: m["readOnly"] for m in c["volumeMounts"] if m["name"] in secrets} == {
-            "tls": True, "auth": True}
+        if tls["insecure"]:
+            assert env["KFORGE_INSECURE"]["value"] == "true"
+            assert not set(TLS_FILES) & set(env)
+            continue
+        assert "KFORGE_INSECURE" not in env, "plaintext only when tls.insecure says so"
+        for var, key in TLS_FILES.items():
+            assert secret_file(d, c, env[var]["value"]) == (want, key), (d["metadata"]["name"], var)
+    if not tls["insecure"] and not tls["existingSecret"]:
+        assert named(objects, "Secret", "kf-kforge-tls")["type"] == "kubernetes.io/tls"
+
+
+def test_the_charts_certificate_is_signed_by_its_ca_for_every_probe_and_service_name():
+    data = secret_data(render("defaults"), "kf-kforge-tls")
+    with tempfile.TemporaryDirectory() as tmp:
+        for key in ("ca.crt", "tls.crt", "tls.key"):
+            pathlib.Path(tmp, key).write_text(data[key])
+        names = [f"kf-kforge-{c}{suffix}" for c in ("coordinator", "gateway", "worker")
+                 for suffix in ("", ".gpu", ".gpu.svc", ".gpu.svc.cluster.local")]
+        for name in names:
+            run = subprocess.run(["openssl", "verify", "-CAfile", f"{tmp}/ca.crt",
+                                  "-verify_hostname", name, f"{tmp}/tls.crt"],
+                                 capture_output=True, text=True)
+            assert run.returncode == 0, (name, run.stdout, run.stderr)
+        wrong = subprocess.run(["openssl", "verify", "-CAfile", f"{tmp}/ca.crt", "-verify_hostname",
+                                "kf-kforge-postgresql", f"{tmp}/tls.crt"], capture_output=True)
+        assert wrong.returncode != 0
+        key_of = lambda *args: subprocess.run(["openssl", *args], capture_output=True,
+                                              check=True).stdout
+        assert (key_of("pkey", "-in", f"{tmp}/tls.key", "-pubout") ==
+                key_of("x509", "-in", f"{tmp}/tls.crt", "-noout", "-pubkey")), "key matches"
+
+
+def test_tokens_are_files_from_secrets_and_the_gateway_shares_the_coordinators():
+    for scenario in SCENARIOS:
+        objects = render(scenario)
+        auth = values_of(scenario)["auth"]
+        secret = auth["existingSecret"] or "kf-kforge-auth"
+        workers = auth["workerTokenSecret"] or "kf-kforge-worker-token"
+        coordinator = deployment_of(objects, "coordinator")
+        (c,) = containers(coordinator)
+        env = env_of(c)
+        assert secret_file(coordinator, c, env["KFORGE_BOOTSTRAP_ADMIN_TOKEN_FILE"]["value"]) == (
+            secret, "bootstrap-admin-token")
+        assert secret_file(coordinator, c, env["KFORGE_GATEWAY_TOKEN_FILE"]["value"]) == (
+            secret, "gateway-token")
+        assert "KFORGE_ALLOW_UNAUTHENTICATED" not in env
+        gateway = deployment_of(objects, "gateway")
+        (g,) = containers(gateway)
+        assert secret_file(gateway, g, env_of(g)["KFORGE_CALLER_TOKEN_FILE"]["value"]) == (
+            secret, "gateway-token"), "the token the coordinators call with"
+        assert "KFORGE_ALLOW_UNAUTHENTICATED" not in env_of(g)
+        for d in [d for d in by_kind(objects, "Deployment") if component_of(d) == "worker"]:
+            (w,) = containers(d)
+            assert secret_file(d, w, env_of(w)["KFORGE_TOKEN_FILE"]["value"]) == (
+                workers, "worker-token")
+        if not auth["existingSecret"]:
+            tokens = secret_data(objects, "kf-kforge-auth")
+            assert set(tokens) == {"bootstrap-admin-token", "gateway-token"}
+            for token in tokens.values():  # what --bootstrap_admin_token_file accepts
+                assert re.fullmatch(r"kf_[0-9a-f]{64}", token), token
+            assert len(set(tokens.values())) == 2
+        assert not [s for s in by_kind(objects, "Secret") if s["metadata"]["name"] == workers], \
+            "the worker token is made with the admin token after install, not by the chart"
+
+
+def test_the_coordinator_accepts_every_pools_gpu_type(scenario, objects):
+    (c,) = containers(deployment_of(objects, "coordinator"))
+    listed = env_of(c)["KFORGE_GPU_POOLS"]["value"].split(",")
+    pools = pools_of(scenario)
+    assert sorted(listed) == sorted({p["gpuType"] for p in pools})
+    # including pools that autoscaling may have at zero, whose workers have not registered
+    assert any(p["minReplicas"] == 0 for p in pools)
+
+
+def test_the_charts_postgresql_requires_scram_and_reads_its_password_from_a_file():
+    objects = render("defaults")
+    sts = named(objects, "StatefulSet", "kf-kforge-postgresql")
+    (c,) = containers(sts)
+    env = env_of(c)
+    assert "POSTGRES_PASSWORD" not in env
+    assert secret_file(sts, c, env["POSTGRES_PASSWORD_FILE"]["value"]) == (
+        "kf-kforge-database", "password")
+    assert env["POSTGRES_HOST_AUTH_METHOD"]["value"] == "scram-sha-256"
+    assert set(env["POSTGRES_INITDB_ARGS"]["value"].split()) == {
+        "--auth-host=scram-sha-256", "--auth-local=scram-sha-256"}
+    data = secret_data(objects, "kf-kforge-database")
+    assert data["url"] == f"postgresql://kforge:{data['password']}@kf-kforge-postgresql:5432/kforge"
+
+
+def test_the_images_have_the_cli_the_probes_run():
+    for component in ("coordinator", "gateway"):
+        text = (REPO / "docker" / f"{component}.Dockerfile").read_text()
+        (copy,) = [l for l in text.splitlines() if l.startswith("COPY --from=build")]
+        assert "/src/kforge/build/cli/kforge" in copy.split() and copy.endswith(" /usr/local/bin/")
+    worker = (REPO / "docker" / "worker.Dockerfile").read_text()
+    assert "FROM ${BUILD_IMAGE}\n" in worker, "the worker image is the build tree itself"
 
 
 @pytest.mark.parametrize("args, message", [
@@ -331,7 +493,10 @@ def test_tls_and_tokens_are_mounted_from_their_secrets():
     (["--set", "gateway.openaiApiKey=sk-123"], "additional properties 'openaiApiKey' not allowed"),
     (["--set", "autoscaling.mode=vpa"], "at '/autoscaling/mode': value must be one of 'keda', 'hpa'"),
     (["--set", "postgresql.enabled=false"], "at '/database/existingSecret': minLength: got 0, want 1"),
-    (["--set", "tls.enabled=true"], "at '/tls/existingSecret': minLength: got 0, want 1"),
+    (["--set", "tls.insecure=true", "--set", "tls.existingSecret=kforge-tls"],
+     "at '/tls/existingSecret': maxLength: got 10, want 0"),
+    (["--set", "tls.enabled=true"], "at '/tls': additional properties 'enabled' not allowed"),
+    (["--set", "auth.adminToken=kf_00"], "at '/auth': additional properties 'adminToken' not allowed"),
     (["--set", "workerPools[0].name=H100"], "at '/workerPools/0': missing properties 'gpuProduct', 'gpuType'"),
     (["--set-json", 'workerPools=[{"name":"Big_Pool","gpuProduct":"NVIDIA-H100","gpuType":"H100"}]'],
      "at '/workerPools/0/name'"),

@@ -40,12 +40,26 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version }}
 {{- end -}}
 {{- end -}}
 
+{{/* The database URL as a mounted file (--database_url_file), never an env value. */}}
 {{- define "kforge.databaseEnv" -}}
-- name: KFORGE_DATABASE_URL
-  valueFrom:
-    secretKeyRef:
-      name: {{ include "kforge.databaseSecret" . }}
-      key: {{ if .Values.postgresql.enabled }}url{{ else }}{{ .Values.database.urlKey }}{{ end }}
+- name: KFORGE_DATABASE_URL_FILE
+  value: /var/run/secrets/kforge/database/url
+{{- end -}}
+
+{{- define "kforge.databaseMount" -}}
+- name: database
+  mountPath: /var/run/secrets/kforge/database
+  readOnly: true
+{{- end -}}
+
+{{- define "kforge.databaseVolume" -}}
+- name: database
+  secret:
+    secretName: {{ include "kforge.databaseSecret" . }}
+    defaultMode: 0440
+    items:
+      - key: {{ if .Values.postgresql.enabled }}url{{ else }}{{ .Values.database.urlKey }}{{ end }}
+        path: url
 {{- end -}}
 
 {{/* Addresses every service binds; call with (dict "grpc" PORT "metrics" PORT). */}}
@@ -65,25 +79,50 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version }}
   protocol: TCP
 {{- end -}}
 
-{{/* gRPC health (grpc.health.v1) on the port the service serves; call with the port. */}}
+{{/* gRPC health (grpc.health.v1) on the port the service serves; call with
+     (dict "root" $ "port" PORT "component" "coordinator"|"gateway"|"worker" "cli" PATH).
+     Kubernetes' own gRPC probe speaks no TLS: with TLS the probe runs `kforge health` in the
+     container, verifying the certificate against the CA and the name <fullname>-<component>. */}}
 {{- define "kforge.probes" -}}
+{{- $probe := printf "grpc: {port: %v}" .port -}}
+{{- if not .root.Values.tls.insecure -}}
+{{- $probe = printf "exec: {command: [%s, --tls_server_name=%s-%s, health, \"127.0.0.1:%v\"]}" .cli (include "kforge.fullname" .root) .component .port -}}
+{{- end -}}
 startupProbe:
-  grpc: {port: {{ . }}}
+  {{ $probe }}
   periodSeconds: 5
   failureThreshold: 60
+  timeoutSeconds: 5
 readinessProbe:
-  grpc: {port: {{ . }}}
+  {{ $probe }}
   periodSeconds: 5
   failureThreshold: 2
+  timeoutSeconds: 5
 livenessProbe:
-  grpc: {port: {{ . }}}
+  {{ $probe }}
   periodSeconds: 10
   failureThreshold: 6
+  timeoutSeconds: 5
 {{- end -}}
 
-{{/* TLS and token files (when the security issue lands); call with $. */}}
-{{- define "kforge.securityEnv" -}}
-{{- if .Values.tls.enabled }}
+{{/* The Secrets the pods mount: the operator's, or the chart's own (templates/secrets.yaml). */}}
+{{- define "kforge.tlsSecret" -}}
+{{- default (printf "%s-tls" (include "kforge.fullname" .)) .Values.tls.existingSecret -}}
+{{- end -}}
+{{- define "kforge.authSecret" -}}
+{{- default (printf "%s-auth" (include "kforge.fullname" .)) .Values.auth.existingSecret -}}
+{{- end -}}
+{{- define "kforge.workerTokenSecret" -}}
+{{- default (printf "%s-worker-token" (include "kforge.fullname" .)) .Values.auth.workerTokenSecret -}}
+{{- end -}}
+
+{{/* TLS of every gRPC hop (common/tls.h): the certificate, key and CA as mounted files, or
+     plaintext only when tls.insecure says so; call with $. */}}
+{{- define "kforge.tlsEnv" -}}
+{{- if .Values.tls.insecure -}}
+- name: KFORGE_INSECURE
+  value: "true"
+{{- else -}}
 - name: KFORGE_TLS_CERT_FILE
   value: /var/run/secrets/kforge/tls/tls.crt
 - name: KFORGE_TLS_KEY_FILE
@@ -91,35 +130,26 @@ livenessProbe:
 - name: KFORGE_TLS_CA_FILE
   value: /var/run/secrets/kforge/tls/ca.crt
 {{- end }}
-{{- if .Values.auth.existingSecret }}
-- name: KFORGE_AUTH_TOKENS_DIR
-  value: /var/run/secrets/kforge/auth
-{{- end }}
 {{- end -}}
 
-{{- define "kforge.securityMounts" -}}
-{{- if .Values.tls.enabled }}
+{{- define "kforge.tlsMount" -}}
+{{- if not .Values.tls.insecure -}}
 - name: tls
   mountPath: /var/run/secrets/kforge/tls
   readOnly: true
 {{- end }}
-{{- if .Values.auth.existingSecret }}
-- name: auth
-  mountPath: /var/run/secrets/kforge/auth
-  readOnly: true
-{{- end }}
 {{- end -}}
 
-{{- define "kforge.securityVolumes" -}}
-{{- if .Values.tls.enabled }}
+{{- define "kforge.tlsVolume" -}}
+{{- if not .Values.tls.insecure -}}
 - name: tls
   secret:
-    secretName: {{ required "tls.existingSecret: name the Secret with tls.crt, tls.key and ca.crt" .Values.tls.existingSecret }}
-{{- end }}
-{{- if .Values.auth.existingSecret }}
-- name: auth
-  secret:
-    secretName: {{ .Values.auth.existingSecret }}
+    secretName: {{ include "kforge.tlsSecret" . }}
+    defaultMode: 0440
+    items:
+      - {key: tls.crt, path: tls.crt}
+      - {key: tls.key, path: tls.key}
+      - {key: ca.crt, path: ca.crt}
 {{- end }}
 {{- end -}}
 
@@ -154,4 +184,14 @@ livenessProbe:
 {{- $types := list .gpuType -}}
 {{- if .scaleOnAnyQueue }}{{ $types = append $types "any" }}{{ end -}}
 sum(max by (gpu_type) (kforge_queue_depth{gpu_type=~"{{ join "|" $types }}"})) or vector(0)
+{{- end -}}
+
+{{/* Every pool's GPU type, comma-separated (the coordinator's --gpu_pools): pools scaled to
+     zero have no registered worker, and batches for their type must still be accepted. */}}
+{{- define "kforge.gpuTypes" -}}
+{{- $types := list -}}
+{{- range $p := (include "kforge.pools" . | fromJson).pools -}}
+{{- $types = append $types $p.gpuType -}}
+{{- end -}}
+{{- $types | uniq | join "," -}}
 {{- end -}}
