@@ -36,4 +36,20 @@ std::optional<size_t> FirstInvalidUtf8(std::string_view text) {
   return std::nullopt;
 }
 
+std::string PrintableUtf8(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  while (!text.empty()) {
+    const size_t valid = FirstInvalidUtf8(text).value_or(text.size());
+    for (char c : text.substr(0, valid)) {
+      const auto u = static_cast<unsigned char>(c);
+      out += u >= 0x20 || c == '\n' || c == '\t' || c == '\r' ? c : '?';
+    }
+    if (valid == text.size()) break;
+    out += '?';
+    text.remove_prefix(valid + 1);
+  }
+  return out;
+}
+
 }  // namespace kforge

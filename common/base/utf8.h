@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace kforge {
@@ -14,6 +15,10 @@ namespace kforge {
 // The offset of the first byte that does not start a valid sequence; nullopt when all is
 // valid.
 std::optional<size_t> FirstInvalidUtf8(std::string_view text);
+
+// `text` fit for a protobuf string field and a log: every byte that does not start a valid
+// sequence, and every control character but newline, tab and carriage return, becomes '?'.
+std::string PrintableUtf8(std::string_view text);
 
 }  // namespace kforge
 

@@ -23,3 +23,19 @@ TEST(Utf8Test, NamesTheFirstBadByte) {
 
 }  // namespace
 }  // namespace kforge
+
+namespace kforge {
+namespace {
+
+TEST(Utf8Test, PrintableKeepsTextAndReplacesTheRest) {
+  EXPECT_EQ(PrintableUtf8("ok\n\tline\r"), "ok\n\tline\r");
+  EXPECT_EQ(PrintableUtf8("caf\xc3\xa9"), "caf\xc3\xa9");
+  EXPECT_EQ(PrintableUtf8("a\xff" "b"), "a?b");
+  EXPECT_EQ(PrintableUtf8("\xc0\xaf"), "??");  // overlong '/'
+  EXPECT_EQ(PrintableUtf8(std::string_view("x\0y\x1b", 4)), "x?y?");
+  EXPECT_EQ(PrintableUtf8("\xe2\x82"), "??");  // cut short
+  EXPECT_EQ(PrintableUtf8(""), "");
+}
+
+}  // namespace
+}  // namespace kforge

@@ -1,6 +1,7 @@
 #include "gpu_worker/eval/candidate_client.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -11,6 +12,7 @@
 
 #include <cstring>
 
+#include "common/base/utf8.h"
 #include "gpu_worker/eval/candidate_process.h"
 
 namespace py = pybind11;
@@ -25,27 +27,56 @@ std::unique_ptr<CandidateClient> CandidateClient::Start(std::string* error) {
     *error = std::string("cannot create the candidate channel: ") + std::strerror(errno);
     return nullptr;
   }
+  int taint[2];  // audit_hook.h: the candidate process writes, only the judge reads
+  if (pipe2(taint, O_CLOEXEC) != 0) {
+    *error = std::string("cannot create the taint pipe: ") + std::strerror(errno);
+    close(sv[0]);
+    close(sv[1]);
+    return nullptr;
+  }
   fflush(stdout);
   fflush(stderr);
   pid_t pid = fork();
   if (pid < 0) {
     *error = std::string("cannot start the candidate process: ") + std::strerror(errno);
-    close(sv[0]);
-    close(sv[1]);
+    for (int fd : {sv[0], sv[1], taint[0], taint[1]}) close(fd);
     return nullptr;
   }
   if (pid == 0) {
     close(sv[0]);
-    RunCandidateProcess(sv[1]);
+    close(taint[0]);
+    RunCandidateProcess(sv[1], taint[1]);
   }
   close(sv[1]);
+  close(taint[1]);
+  fcntl(taint[0], F_SETFL, O_NONBLOCK);
   // Not dumpable from here on: a process of the same uid (the candidate's) can neither ptrace
   // the judge nor open its /proc entries (mem, fd, environ).
   prctl(PR_SET_DUMPABLE, 0);
-  return std::unique_ptr<CandidateClient>(new CandidateClient(pid, sv[0]));
+  return std::unique_ptr<CandidateClient>(new CandidateClient(pid, sv[0], taint[0]));
+}
+
+bool CandidateClient::NativeCode(std::string* detail) {
+  if (!native_code_ && taint_fd_ >= 0) {
+    char buf[512];
+    ssize_t n = read(taint_fd_, buf, sizeof buf);
+    if (n > 0) {
+      native_code_ = true;
+      native_detail_ = PrintableUtf8(std::string_view(buf, static_cast<size_t>(n)));
+    } else if (n == 0) {  // every write end closed: the process replaced it, or ended
+      native_code_ = true;
+      native_detail_ = "the candidate process closed its audit channel";
+    } else if (errno != EAGAIN && errno != EWOULDBLOCK) {
+      native_code_ = true;
+      native_detail_ = std::string("the audit channel failed: ") + std::strerror(errno);
+    }
+  }
+  if (native_code_) *detail = native_detail_;
+  return native_code_;
 }
 
 CandidateClient::~CandidateClient() {
+  if (taint_fd_ >= 0) close(taint_fd_);
   if (pid_ <= 0) return;  // reaped by Describe
   kill(pid_, SIGKILL);
   waitpid(pid_, nullptr, 0);
@@ -201,13 +232,14 @@ bool CandidateClient::PoisonOutputs(const std::vector<at::Tensor>& ref_outputs,
 }
 
 bool CandidateClient::Call(uint32_t iteration, int group, const std::vector<uint64_t>& ref_aliases,
-                           bool timed, uint32_t keep, judge::Called* called,
-                           std::string* error) {
+                           bool timed, uint32_t keep, double device_preroll_ms,
+                           judge::Called* called, std::string* error) {
   judge::ToCandidate out;
   judge::Call* call = out.mutable_call();
   call->set_iteration(iteration);
   call->set_timed(timed);
   call->set_keep_outputs(keep);
+  call->set_device_preroll_ms(device_preroll_ms);
   for (const judge::Arg& a : prepared_.at(group)) *call->add_args() = a;
   for (const judge::TensorView& d : output_descs_) *call->add_outputs() = d;
   for (uint64_t bits : ref_aliases) call->add_ref_aliases(bits);

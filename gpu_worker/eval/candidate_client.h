@@ -51,19 +51,26 @@ class CandidateClient {
   // One forward call on the inputs prepared for `group`; the candidate process fills the
   // output slots laid out by the last PoisonOutputs. False with `error` when the channel or
   // the process failed (not when the candidate did: that is in `called`).
-  // `keep`: how many earlier calls' outputs the candidate process checks against.
+  // `keep`: how many earlier calls' outputs the candidate process checks against;
+  // `device_preroll_ms` > 0: a device-clock sample (judge.proto, Call.device_preroll_ms).
   bool Call(uint32_t iteration, int group, const std::vector<uint64_t>& ref_aliases, bool timed,
-            uint32_t keep, v1::judge::Called* called, std::string* error);
+            uint32_t keep, double device_preroll_ms, v1::judge::Called* called,
+            std::string* error);
   // The candidate's copies of the inputs of `group` (views of its slots).
   const std::vector<at::Tensor>& inputs(int group) const { return input_views_.at(group); }
   // Views of the output slots (the candidate's outputs after a Call).
   const std::vector<at::Tensor>& outputs() const { return output_views_; }
 
+  // Whether the candidate process reached native code (audit_hook.h), with the first such
+  // event in `detail`; once true, always true.
+  bool NativeCode(std::string* detail);
+
   // Why the channel failed, with how the process ended when it did.
   std::string Describe(const std::string& channel_error);
 
  private:
-  CandidateClient(pid_t pid, int fd) : pid_(pid), channel_(fd, kMaxFrame) {}
+  CandidateClient(pid_t pid, int fd, int taint_fd)
+      : pid_(pid), taint_fd_(taint_fd), channel_(fd, kMaxFrame) {}
   static constexpr size_t kMaxFrame = 1 << 20;  // answers are small; larger ones are refused
 
   // A slot of at least `bytes` for `key` (declared to the candidate process when new).
@@ -72,6 +79,9 @@ class CandidateClient {
   bool Receive(v1::judge::FromCandidate* in, std::string* error);
 
   pid_t pid_;
+  int taint_fd_;
+  bool native_code_ = false;
+  std::string native_detail_;
   Channel channel_;
   std::unique_ptr<SlotArena> arena_;
   std::map<std::pair<int, int>, uint32_t> slots_;  // (group or -1 for outputs, index) -> slot

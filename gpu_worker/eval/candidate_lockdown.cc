@@ -79,18 +79,24 @@ bool DropCapabilities(std::string* error) {
 
 }  // namespace
 
-bool LockDownCandidateProcess(int channel_fd, std::string* error) {
-  if (channel_fd != 3) {
-    if (dup2(channel_fd, 3) < 0) {
-      *error = std::string("dup2: ") + std::strerror(errno);
+bool LockDownCandidateProcess(int channel_fd, int taint_fd, std::string* error) {
+  // Both above 4 first, so that moving one cannot overwrite the other.
+  for (int* fd : {&channel_fd, &taint_fd}) {
+    int moved = fcntl(*fd, F_DUPFD_CLOEXEC, 5);
+    if (moved < 0) {
+      *error = std::string("F_DUPFD: ") + std::strerror(errno);
       return false;
     }
-    close(channel_fd);
+    close(*fd);
+    *fd = moved;
   }
-  fcntl(3, F_SETFD, FD_CLOEXEC);
-  // close_range(4, ~0U, 0), by number: glibc 2.36 is not on every machine the engine builds on.
-  if (syscall(436, 4U, ~0U, 0U) != 0) {
-    for (int fd = 4; fd < 65536; ++fd) close(fd);
+  if (dup3(channel_fd, 3, O_CLOEXEC) < 0 || dup3(taint_fd, 4, O_CLOEXEC) < 0) {
+    *error = std::string("dup3: ") + std::strerror(errno);
+    return false;
+  }
+  // close_range(5, ~0U, 0), by number: glibc 2.36 is not on every machine the engine builds on.
+  if (syscall(436, 5U, ~0U, 0U) != 0) {
+    for (int fd = 5; fd < 65536; ++fd) close(fd);
   }
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
     *error = std::string("no_new_privs: ") + std::strerror(errno);

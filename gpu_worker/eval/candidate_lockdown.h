@@ -1,7 +1,8 @@
 // What the candidate process gives up before any candidate code runs, so that nothing it does
 // can reach the judge, the supervisor or any other process:
-//   - every descriptor but stdin, stdout, stderr (the supervisor's capture pipe) and its own
-//     end of the channel is closed: the judge's result channel is not among them;
+//   - every descriptor but stdin, stdout, stderr (the supervisor's capture pipe), its own
+//     end of the channel (3) and the write end of the taint pipe (4, audit_hook.h) is closed:
+//     the judge's result channel is not among them;
 //   - no_new_privs, and every capability dropped (bounding, permitted, effective,
 //     inheritable, ambient): even as root it cannot ptrace or read /proc/<judge>/mem of a
 //     judge that is not dumpable;
@@ -22,9 +23,10 @@
 
 namespace kforge::eval {
 
-// Moves `channel_fd` to descriptor 3 and applies everything above. Returns false with `error`
-// when a step failed (the candidate process must then not run candidate code).
-bool LockDownCandidateProcess(int channel_fd, std::string* error);
+// Moves `channel_fd` to descriptor 3 and `taint_fd` to 4 and applies everything above. Returns
+// false with `error` when a step failed (the candidate process must then not run candidate
+// code).
+bool LockDownCandidateProcess(int channel_fd, int taint_fd, std::string* error);
 
 }  // namespace kforge::eval
 

@@ -9,9 +9,11 @@
 
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 
+#include "gpu_worker/eval/audit_hook.h"
 #include "gpu_worker/eval/candidate_lockdown.h"
 #include "gpu_worker/eval/channel.h"
 #include "gpu_worker/eval/cpp_dialect.h"
@@ -20,6 +22,7 @@
 #include "gpu_worker/eval/python_runtime.h"
 #include "gpu_worker/eval/runtime_rules.h"
 #include "gpu_worker/eval/shared_slots.h"
+#include "gpu_worker/eval/timing.h"
 
 namespace py = pybind11;
 
@@ -328,13 +331,19 @@ class CandidateProcess {
     bool subclass = false, no_gpu = false;
     const uint64_t before = Launches();
     cudaEvent_t start = nullptr, end = nullptr;
-    if (target_.cuda && call.timed()) {
+    const bool device_sample = target_.cuda && call.device_preroll_ms() > 0;
+    if (target_.cuda && call.timed() && !device_sample) {
       cudaEventCreate(&start);
       cudaEventCreate(&end);
       cudaEventRecord(start, nullptr);
     }
     auto t0 = Clock::now();
-    error = Forward(args, in, &outputs, &subclass, &no_gpu);
+    if (device_sample) {
+      DeviceSample(call.device_preroll_ms(), out.mutable_claim(),
+                   [&] { error = Forward(args, in, &outputs, &subclass, &no_gpu); });
+    } else {
+      error = Forward(args, in, &outputs, &subclass, &no_gpu);
+    }
     if (end) cudaEventRecord(end, nullptr);
     out.set_own_launches(Launches() - before);
     if (error.empty() && target_.cuda) {
@@ -400,6 +409,33 @@ class CandidateProcess {
     return out;
   }
 
+  // Runs `forward` as a device-clock sample (timing.h, DeviceClock): its span, or why there
+  // is none, in `claim`. A CUDA fault while sampling surfaces in the device synchronisation
+  // after forward.
+  void DeviceSample(double preroll_ms, judge::Claim* claim, const std::function<void()>& forward) {
+    if (!device_clock_ && device_clock_error_.empty()) {
+      cudaDeviceProp p;
+      cudaGetDeviceProperties(&p, target_.index);
+      device_clock_ = DeviceClock::Start(target_.index, p.l2CacheSize, &device_clock_error_);
+      if (!device_clock_ && device_clock_error_.empty()) device_clock_error_ = "unavailable";
+    }
+    if (!device_clock_) {
+      forward();
+      claim->set_no_span("the device clock cannot run in the candidate process: " +
+                         device_clock_error_);
+      return;
+    }
+    try {
+      DeviceClock::Reading r = device_clock_->Sample(forward, preroll_ms);
+      claim->set_found(r.ok);
+      claim->set_span_ms(r.span_ms);
+      claim->set_late_host_ms(r.late_host_ms);
+      claim->set_no_span(Bounded(r.why_not));
+    } catch (const std::exception& e) {
+      claim->set_no_span(Bounded(e.what()));
+    }
+  }
+
   std::optional<Verdict> Rules(const judge::Call& call, const std::vector<at::Tensor>& outputs,
                                const std::vector<at::Tensor>& in, bool subclass) {
     const std::string where =
@@ -442,13 +478,15 @@ class CandidateProcess {
   py::object candidate_, model_;
   std::unique_ptr<CppCandidate> cpp_;
   std::deque<std::vector<at::Tensor>> held_;  // earlier calls' outputs
+  std::unique_ptr<DeviceClock> device_clock_;  // on the first device-clock sample
+  std::string device_clock_error_;             // why it could not start
 };
 
 }  // namespace
 
-void RunCandidateProcess(int channel_fd) {
+void RunCandidateProcess(int channel_fd, int taint_fd) {
   std::string error;
-  if (!LockDownCandidateProcess(channel_fd, &error)) {
+  if (!LockDownCandidateProcess(channel_fd, taint_fd, &error) || !InstallAuditHook(4, &error)) {
     std::fprintf(stderr, "kforge: the candidate process could not lock itself down: %s\n",
                  error.c_str());
     _exit(3);

@@ -24,7 +24,8 @@ namespace kforge::eval {
 // Runs the candidate process on `channel_fd` and never returns (it _exits). Called in the child
 // right after the judge's fork: the write lock (candidate_files.h) is inherited from the judge,
 // which applied it before forking.
-[[noreturn]] void RunCandidateProcess(int channel_fd);
+// `taint_fd`: the write end of the taint pipe (audit_hook.h).
+[[noreturn]] void RunCandidateProcess(int channel_fd, int taint_fd);
 
 }  // namespace kforge::eval
 

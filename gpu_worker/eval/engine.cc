@@ -37,6 +37,9 @@ constexpr double kFreshInputsMaxMs = 25;
 constexpr int kTimingInputSets = 3;
 constexpr int64_t kMaxTimingSetBytes = 4LL << 30;
 constexpr double kMaxPrerollMs = 5;  // EvalRequest.timing_preroll_ms
+// The device clock's pre-roll: where it starts, and how long it may grow in the warm-up.
+constexpr double kDevicePrerollMs = 0.5;
+constexpr double kMaxDevicePrerollMs = 5;
 
 std::string FormatMs(double ms) {
   std::ostringstream s;
@@ -102,11 +105,21 @@ class Evaluation {
     if (v->verdict == v1::VERDICT_OK && req_.build_only()) {
       result_.set_stage("built");
       result_.clear_speedup();
+      result_.clear_speedup_call();
     } else if (v->verdict == v1::VERDICT_OK) {
       result_.set_stage("done");
       result_.set_speedup(result_.reference().median_ms() / result_.candidate().median_ms());
     } else {
       result_.clear_speedup();
+      result_.clear_speedup_device();
+      result_.clear_speedup_call();
+      result_.clear_speedup_ci_low();
+      result_.clear_speedup_ci_high();
+    }
+    std::string native;
+    if (client_ && client_->NativeCode(&native)) {
+      result_.set_native_code(true);
+      result_.set_native_code_detail(native);
     }
     result_.mutable_stages()->set_total_s(
         std::chrono::duration<double>(Clock::now() - ctx_.process_start).count());
@@ -226,6 +239,12 @@ class Evaluation {
       return Verdict{v1::VERDICT_RUNTIME_ERROR,
                      "timing_preroll_ms must be between 0 and " + FormatMs(kMaxPrerollMs) +
                          " ms, not " + FormatMs(req_.timing_preroll_ms()),
+                     "bad_request"};
+    }
+    const std::string& speedup_clock = req_.speedup_clock();
+    if (!speedup_clock.empty() && speedup_clock != "call" && speedup_clock != "device") {
+      return Verdict{v1::VERDICT_RUNTIME_ERROR,
+                     "speedup_clock must be \"call\" or \"device\", not \"" + speedup_clock + "\"",
                      "bad_request"};
     }
     const std::string& clock = req_.timing_clock();
@@ -422,8 +441,8 @@ class Evaluation {
     }
     count(&TrialTimes::poison);
     v1::judge::Called called;
-    if (!client_->Call(trial_calls_++, 0, AliasBits(ref.tensors, in_tensors), false, 0, &called,
-                       &error)) {
+    if (!client_->Call(trial_calls_++, 0, AliasBits(ref.tensors, in_tensors), false, 0, 0,
+                       &called, &error)) {
       return Verdict{v1::VERDICT_RUNTIME_ERROR, error, ""};
     }
     count(&TrialTimes::candidate);
@@ -550,24 +569,118 @@ class Evaluation {
     return false;
   }
 
+  // Both clocks (docs/evaluation.md, "Two clocks"): on a GPU the device clock's samples first
+  // (skipped where the candidate process has already reached native code), then the call
+  // clock's; each with inputs of its own (different seeds: no call sees inputs an earlier
+  // call saw), the outputs of every timed call checked, and the stop rule on that clock.
+  // Then fresh inputs once more: outputs cached across calls are caught there.
   std::optional<Verdict> Timing(v1::Dialect dialect) {
     SampleClocks(target_.cuda ? target_.index : -1, result_.mutable_system());
+    std::string native;
+    std::optional<TimedPhase> device;
+    if (!target_.cuda) {
+      result_.set_device_clock_note("no GPU (CPU mode): the call clock only");
+    } else if (client_->NativeCode(&native)) {
+      result_.set_device_clock_note("not measured: the candidate process reached native code (" +
+                                    native + ")");
+    } else {
+      std::string why_not;
+      judge_clock_ = DeviceClock::Start(target_.index, result_.system().l2_cache_bytes(), &why_not);
+      if (!judge_clock_) {
+        result_.set_device_clock_note("not measured: the device clock cannot run here (" +
+                                      why_not + ")");
+      } else {
+        device.emplace();
+        if (auto v = TimePhase(dialect, true, &*device)) return v;
+      }
+    }
+    TimedPhase call;
+    if (auto v = TimePhase(dialect, false, &call)) return v;
+    if (device && !device->note.empty()) {
+      result_.set_device_clock_note(device->note);
+      device.reset();
+    }
+    if (device && client_->NativeCode(&native)) {
+      result_.set_device_clock_note(
+          "not used: the candidate process reached native code while it was timed (" + native +
+          "); its spans are claims");
+      device.reset();
+    }
+    *result_.mutable_reference_call() = call.out.reference;
+    *result_.mutable_candidate_call() = call.out.candidate;
+    result_.set_timing_preroll_ms(0);
+    result_.set_timing_clock(TimingClockName(call.out.clock));
+    result_.set_timing_clock_note(call.out.clock_note);
+    *result_.mutable_candidate_claim() = Summarise(call.claims);
+    if (req_.keep_samples()) {
+      KeepSamples(call.out.ref, call.out.clock, call.input_sets, result_.mutable_reference_call());
+      KeepSamples(call.out.cand, call.out.clock, call.input_sets, result_.mutable_candidate_call());
+    }
+    SpeedupInterval by_call = SpeedupOf(call.out.reference, call.out.candidate);
+    result_.set_speedup_call(by_call.speedup);
+    SpeedupInterval chosen = by_call;
+    result_.set_speedup_clock("call");
+    *result_.mutable_reference() = result_.reference_call();
+    *result_.mutable_candidate() = result_.candidate_call();
+    if (device) {
+      *result_.mutable_reference_device() = device->out.reference;
+      *result_.mutable_candidate_device() = device->out.candidate;
+      if (req_.keep_samples()) {
+        KeepSamples(device->out.ref, device->out.clock, device->input_sets,
+                    result_.mutable_reference_device());
+        KeepSamples(device->out.cand, device->out.clock, device->input_sets,
+                    result_.mutable_candidate_device());
+      }
+      result_.mutable_reference_device()->set_event_fallbacks(device->out.ref.event_fallbacks);
+      result_.set_timing_preroll_ms(device->preroll_ms);
+      SpeedupInterval by_device = SpeedupOf(device->out.reference, device->out.candidate);
+      result_.set_speedup_device(by_device.speedup);
+      if (req_.speedup_clock() == "device") {
+        chosen = by_device;
+        result_.set_speedup_clock("device");
+        *result_.mutable_reference() = result_.reference_device();
+        *result_.mutable_candidate() = result_.candidate_device();
+      }
+    }
+    if (device && !device->out.clock_note.empty()) {
+      result_.set_timing_clock_note(result_.timing_clock_note() +
+                                    (result_.timing_clock_note().empty() ? "" : "; ") +
+                                    "device clock: " + device->out.clock_note);
+    }
+    result_.set_speedup_ci_low(chosen.low);
+    result_.set_speedup_ci_high(chosen.high);
+    TrialTimes post_timing;
+    return Trial(DeriveSeed(seed_, 900), dialect, "output_cache", post_timing);
+  }
+
+  // One clock's timing: its samples, the candidate's claims, how many input sets it used and
+  // (device clock) the pre-roll and why its samples cannot be used.
+  struct TimedPhase {
+    TimingOutcome out;
+    std::vector<double> claims;
+    int input_sets = 0;
+    double preroll_ms = 0;
+    std::string note;
+  };
+
+  std::optional<Verdict> TimePhase(v1::Dialect dialect, bool device, TimedPhase* phase) {
     // Fresh inputs for every iteration, so that no call sees inputs an earlier call saw: an
     // output memoised by input pointer or content cannot be replayed. Where get_inputs() is
     // too slow for that (decided in LoadTask), up to kTimingInputSets sets rotate
     // (docs/evaluation.md, "Timing").
     const bool fresh = fresh_timing_inputs_;
+    const uint64_t seeds = device ? 10000 : 2000;  // apart from each other and the trials'
     std::vector<TimedInputs> sets;
-    sets.push_back(MakeTimedInputs(DeriveSeed(seed_, 2000), 0));
+    sets.push_back(MakeTimedInputs(DeriveSeed(seed_, seeds), 0));
     if (!fresh) {
       int64_t set_bytes = 0;
       for (const auto& t : TensorsOf(sets[0].ref)) set_bytes += t.nbytes();
       for (int k = 1; k < kTimingInputSets && set_bytes * (k + 1) <= kMaxTimingSetBytes; ++k) {
-        sets.push_back(MakeTimedInputs(DeriveSeed(seed_, 2000 + k), k));
+        sets.push_back(MakeTimedInputs(DeriveSeed(seed_, seeds + k), k));
       }
     }
-    // The reference's outputs' layout, from the trials: the output slots are poisoned before
-    // each candidate call, outside the timed region.
+    // The reference's outputs' layout: the output slots are poisoned before each candidate
+    // call, outside the timed region.
     std::vector<at::Tensor> out_like;
     {
       at::NoGradGuard g;
@@ -580,9 +693,15 @@ class Evaluation {
     std::vector<at::Tensor> ref_copy, cand_copy;
     std::optional<Verdict> timed_verdict;
     v1::judge::Called called;
-    std::vector<double> claim_event_ms, claim_host_ms;
     uint32_t iterations = 0;
     int current = 0;  // the iteration's set
+    // Device clock: the pre-roll grows during the warm-up until both programs' launches all
+    // queue under it (the host launching after it ended puts launch gaps into the span).
+    double preroll = kDevicePrerollMs, late = 0, late_sampled = 0;
+    double reported = std::nan("");
+    std::string unusable;  // the device clock's last unusable sample, and why
+    uint32_t unusable_count = 0;
+    TimingOptions o;
     IterationHooks hooks;
     hooks.before = [&](uint32_t it) {
       iterations = it + 1;
@@ -591,12 +710,13 @@ class Evaluation {
       } else {
         if (it > 0) {
           sets.clear();  // freed before the next set is made
-          sets.push_back(MakeTimedInputs(DeriveSeed(seed_, 2000 + it), 0));
+          sets.push_back(MakeTimedInputs(DeriveSeed(seed_, seeds + it), 0));
         }
         current = 0;
       }
       std::string error;
       if (!client_->PoisonOutputs(out_like, &error)) throw std::runtime_error(error);
+      late = 0;
       return current;
     };
     hooks.after = [&](uint32_t it) {
@@ -606,67 +726,119 @@ class Evaluation {
       }
       if (!timed_verdict) timed_verdict = CallVerdict(called, dialect, "in a timed call, ");
       if (!timed_verdict) timed_verdict = CheckTimedOutputs(it, sets[current], ref_out, cand_copy);
-      if (called.has_claim()) {
-        claim_event_ms.push_back(called.claim().event_ms());
-        claim_host_ms.push_back(called.claim().host_ms());
+      if (!device && called.has_claim()) {
+        phase->claims.push_back(target_.cuda ? called.claim().event_ms() : called.claim().host_ms());
       }
+      if (device && it < static_cast<uint32_t>(o.warmup) && late > 0.01) {
+        preroll = std::min(kMaxDevicePrerollMs, preroll + 2 * late + 0.1);
+      }
+      if (device && it >= static_cast<uint32_t>(o.warmup)) late_sampled = std::max(late_sampled, late);
       ref_out = py::none();  // freed outside the timed region
       ref_copy.clear();
       cand_copy.clear();
       return !timed_verdict;
     };
-    // The judge's clock sees each program's call as a caller does: the reference's forward in
-    // this process, the candidate's request to its process, its answer and the judge's copy of
-    // the output slots, each followed by a device synchronisation. The candidate's outputs are
-    // copied twice (into the slots by its process, out of them by the judge), so the
-    // reference's are too (into buffers laid out like the slots, then out of them).
-    std::vector<at::Tensor> ref_slots;
-    for (const at::Tensor& t : out_like) ref_slots.push_back(at::empty_like(t));
-    Program ref = [&](int s) {
-      at::NoGradGuard g;
-      ref_out = ref_model_(*sets[s].ref);
-      std::vector<at::Tensor> outs = OutputsToTensors(ref_out).tensors;
-      for (size_t k = 0; k < outs.size() && k < ref_slots.size(); ++k) {
-        ref_slots[k].copy_(outs[k]);
-        ref_copy.push_back(ref_slots[k].clone());
-      }
-    };
-    Program cand = [&](int s) {
-      std::string error;
-      called.Clear();
-      const uint32_t keep = fresh ? 0 : static_cast<uint32_t>(sets.size());
-      if (!client_->Call(timed_calls_++, sets[s].group, aliases, true, keep, &called, &error)) {
-        timed_verdict = Verdict{v1::VERDICT_RUNTIME_ERROR, error + " (timing stage)", ""};
-        return;
-      }
-      for (const at::Tensor& o : client_->outputs()) cand_copy.push_back(o.clone());
-    };
-    TimingOptions o;
+    Program ref, cand;
+    if (device) {
+      // The reference's span, measured here; the candidate's, measured in its process, used
+      // only when it is no longer than the judge saw the whole call take.
+      ref = [&](int s) {
+        DeviceClock::Reading r = judge_clock_->Sample(
+            [&] {
+              at::NoGradGuard g;
+              ref_out = ref_model_(*sets[s].ref);
+            },
+            preroll);
+        late = std::max(late, r.late_host_ms);
+        reported = r.ok ? r.span_ms : std::nan("");
+      };
+      cand = [&](int s) {
+        called.Clear();
+        const uint32_t keep = fresh ? 0 : static_cast<uint32_t>(sets.size());
+        std::string error;
+        auto t0 = Clock::now();
+        if (!client_->Call(timed_calls_++, sets[s].group, aliases, true, keep, preroll, &called,
+                           &error)) {
+          timed_verdict = Verdict{v1::VERDICT_RUNTIME_ERROR, error + " (timing stage)", ""};
+          reported = std::nan("");
+          return;
+        }
+        const double observed = Since(t0) * 1000;
+        const v1::judge::Claim& c = called.claim();
+        late = std::max(late, c.late_host_ms());
+        reported = std::nan("");
+        if (!c.found()) {
+          unusable = c.no_span().empty() ? "no span" : c.no_span();
+          ++unusable_count;
+        } else if (!(c.span_ms() > 0) || c.span_ms() > observed) {
+          unusable = "a span of " + FormatMs(c.span_ms()) + " ms where the judge saw the call take " +
+                     FormatMs(observed) + " ms";
+          ++unusable_count;
+        } else {
+          reported = c.span_ms();
+        }
+        for (const at::Tensor& o : client_->outputs()) cand_copy.push_back(o.clone());
+      };
+      o.clock = TimingClock::kReported;
+      o.reported = [&] { return reported; };
+    } else {
+      // The judge's clock sees each program's call as a caller does: the reference's forward
+      // in this process, the candidate's request to its process, its answer and the judge's
+      // copy of the output slots, each followed by a device synchronisation. The candidate's
+      // outputs are copied twice (into the slots by its process, out of them by the judge),
+      // so the reference's are too (into buffers laid out like the slots, then out of them).
+      std::vector<at::Tensor> ref_slots;
+      for (const at::Tensor& t : out_like) ref_slots.push_back(at::empty_like(t));
+      ref = [&, ref_slots](int s) {
+        at::NoGradGuard g;
+        ref_out = ref_model_(*sets[s].ref);
+        std::vector<at::Tensor> outs = OutputsToTensors(ref_out).tensors;
+        for (size_t k = 0; k < outs.size() && k < ref_slots.size(); ++k) {
+          ref_slots[k].copy_(outs[k]);
+          ref_copy.push_back(ref_slots[k].clone());
+        }
+      };
+      cand = [&](int s) {
+        std::string error;
+        called.Clear();
+        const uint32_t keep = fresh ? 0 : static_cast<uint32_t>(sets.size());
+        if (!client_->Call(timed_calls_++, sets[s].group, aliases, true, keep, 0, &called,
+                           &error)) {
+          timed_verdict = Verdict{v1::VERDICT_RUNTIME_ERROR, error + " (timing stage)", ""};
+          return;
+        }
+        for (const at::Tensor& o : client_->outputs()) cand_copy.push_back(o.clone());
+      };
+      o.clock = TimingClock::kJudge;
+    }
     o.cuda = target_.cuda;
     o.device = target_.index;
     o.l2_bytes = result_.system().l2_cache_bytes();
     if (req_.min_samples()) o.min_samples = req_.min_samples();
     if (req_.max_rel_stderr() > 0) o.max_rel_stderr = req_.max_rel_stderr();
-    o.clock = TimingClock::kJudge;
-    o.time_cap_s = ctx_.timing_budget_s;
-    TimingOutcome out = TimeInterleaved(ref, cand, o, hooks);
-    if (timed_verdict) return timed_verdict;
-    const int input_sets = fresh ? static_cast<int>(iterations) : static_cast<int>(sets.size());
-    sets.clear();
-    *result_.mutable_reference() = out.reference;
-    *result_.mutable_candidate() = out.candidate;
-    result_.set_timing_preroll_ms(out.preroll_ms);
-    result_.set_timing_clock(TimingClockName(out.clock));
-    result_.set_timing_clock_note(out.clock_note);
-    v1::TimingStats* claim = result_.mutable_candidate_claim();
-    *claim = Summarise(target_.cuda ? claim_event_ms : claim_host_ms);
-    if (req_.keep_samples()) {
-      KeepSamples(out.ref, out.clock, input_sets, result_.mutable_reference());
-      KeepSamples(out.cand, out.clock, input_sets, result_.mutable_candidate());
+    // Each clock has half of the timing budget.
+    o.time_cap_s = target_.cuda ? ctx_.timing_budget_s / 2 : ctx_.timing_budget_s;
+    try {
+      phase->out = TimeInterleaved(ref, cand, o, hooks);
+    } catch (const std::runtime_error& e) {
+      if (!device || timed_verdict) throw;
+      phase->note = std::string("not used: ") + e.what();  // too few of the reference's spans
     }
-    // Fresh inputs once more: outputs cached across calls are caught here.
-    TrialTimes post_timing;
-    return Trial(DeriveSeed(seed_, 900), dialect, "output_cache", post_timing);
+    if (timed_verdict) return timed_verdict;
+    phase->input_sets = fresh ? static_cast<int>(iterations) : static_cast<int>(sets.size());
+    phase->preroll_ms = device ? preroll : 0;
+    if (device && phase->note.empty()) {
+      const size_t n = phase->out.cand.ms.size();
+      if (n < 3 || unusable_count > n) {
+        phase->note = "not used: " + std::to_string(unusable_count) +
+                      " of the candidate's device samples could not be used (last: " + unusable +
+                      ")";
+      } else if (late_sampled > 0.05) {
+        phase->out.clock_note = "the host still launched " + FormatMs(late_sampled) +
+                                " ms after the pre-roll ended in a sample";
+      }
+    }
+    return std::nullopt;
   }
 
   const v1::EvalRequest& req_;
@@ -678,6 +850,7 @@ class Evaluation {
   uint64_t seed_ = 0, init_seed_ = 0;
   py::object task_, ref_model_;
   std::unique_ptr<CandidateClient> client_;  // the candidate process
+  std::unique_ptr<DeviceClock> judge_clock_;  // the reference's device clock
   CandidateFiles files_;                     // the candidate's cache namespace
   std::string arch_;
   bool strict_ = true;               // policy strict: the static rules apply

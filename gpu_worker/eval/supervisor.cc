@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/base/utf8.h"
+
 namespace kforge::eval {
 namespace {
 
@@ -41,26 +43,6 @@ double LimitFor(const SupervisorLimits& l, Stage s) {
       return l.timing_s;
   }
   return l.load_s;
-}
-
-// `s` with every byte that is not part of a well-formed UTF-8 sequence replaced by '?'.
-std::string ValidUtf8(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    bool ok = len > 0 && i + len <= s.size();
-    for (size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + k]) >> 6) == 2;
-    if (ok && (len > 1 || c >= 0x20 || c == '\n' || c == '\t' || c == '\r')) {
-      out.append(s, i, len);
-      i += len;
-    } else {
-      out += '?';
-      ++i;
-    }
-  }
-  return out;
 }
 
 }  // namespace
@@ -224,7 +206,7 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
     waitpid(pid, &status, 0);
   }
   if (output_truncated) output += "\n[output truncated]";
-  output = ValidUtf8(output);  // a string field: what a candidate printed may be any bytes
+  output = PrintableUtf8(output);  // a string field: what a candidate printed may be any bytes
   // A result the supervisor decides below replaces the child's; keep the stage durations it
   // saw from the stage reports (load counts from the fork, so it includes the start-up).
   v1::StageDurations seen;

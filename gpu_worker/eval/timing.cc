@@ -56,27 +56,39 @@ const char* TimingClockName(TimingClock clock) {
       return "host";
     case TimingClock::kJudge:
       return "judge";
+    case TimingClock::kReported:
+      return "reported";
   }
   return "unknown";
 }
 
-double RelStderrOfMedian(std::vector<double> v) {
+namespace {
+
+constexpr double kZ = 1.96;
+
+// The distribution-free 95% confidence interval of the median of sorted `v` (n >= 3): the
+// order statistics at ranks n/2 -+ 1.96 sqrt(n)/2 (normal approximation of Binomial(n, 1/2)).
+std::pair<double, double> MedianInterval(const std::vector<double>& v) {
   const size_t n = v.size();
-  if (n < 3) return 1;
-  std::sort(v.begin(), v.end());
-  const double med = MedianOfSorted(v);
-  if (med <= 0) return 1;
-  // Distribution-free 95% confidence interval of the median: the order statistics at ranks
-  // n/2 -+ 1.96 sqrt(n)/2 (normal approximation of Binomial(n, 1/2)). Its half width over 1.96
-  // is the median's standard error for normal samples (it converges to 1.2533 sd/sqrt(n)), and
-  // unlike the standard deviation it ignores how far the tail samples lie, only how many
-  // there are.
-  constexpr double kZ = 1.96;
   const double half_ranks = kZ * std::sqrt(static_cast<double>(n)) / 2;
   const double mid = static_cast<double>(n) / 2;
   const auto lo = static_cast<size_t>(std::max(0.0, std::floor(mid - half_ranks) - 1));
   const auto hi = std::min(n - 1, static_cast<size_t>(std::ceil(mid + half_ranks)));
-  return (v[hi] - v[lo]) / 2 / kZ / med;
+  return {v[lo], v[hi]};
+}
+
+}  // namespace
+
+double RelStderrOfMedian(std::vector<double> v) {
+  if (v.size() < 3) return 1;
+  std::sort(v.begin(), v.end());
+  const double med = MedianOfSorted(v);
+  if (med <= 0) return 1;
+  // The interval's half width over 1.96 is the median's standard error for normal samples (it
+  // converges to 1.2533 sd/sqrt(n)), and unlike the standard deviation it ignores how far the
+  // tail samples lie, only how many there are.
+  auto [lo, hi] = MedianInterval(v);
+  return (hi - lo) / 2 / kZ / med;
 }
 
 namespace {
@@ -104,8 +116,8 @@ class Sampler {
     flush_ = at::empty({static_cast<int64_t>(flush_bytes_)},
                        at::TensorOptions().dtype(at::kByte).device(at::kCUDA, o_.device));
     cudaCtxResetPersistingL2Cache();
-    if (o_.clock == TimingClock::kJudge) {
-      clock_ = TimingClock::kJudge;
+    if (o_.clock == TimingClock::kJudge || o_.clock == TimingClock::kReported) {
+      clock_ = o_.clock;
       return;
     }
     clock_ = TimingClock::kEvents;
@@ -137,7 +149,7 @@ class Sampler {
     }
   }
   ~Sampler() {
-    if (!o_.cuda || clock_ == TimingClock::kJudge) return;
+    if (!o_.cuda || clock_ == TimingClock::kJudge || clock_ == TimingClock::kReported) return;
     // A pre-roll that timed out may still run (bounded in cycles) when its module goes.
     if (preroll_module_) cudaDeviceSynchronize();
     cudaEventDestroy(start_);
@@ -149,6 +161,14 @@ class Sampler {
   // `with_preroll` false: a drained sample even when the pre-roll is loaded.
   Sample Run(const Program& p, int set, bool with_preroll = true) {
     Sample s;
+    if (clock_ == TimingClock::kReported) {
+      // The program times itself (its own pre-roll flushes L2); the device drains first so that
+      // nothing of the previous sample runs into it.
+      if (o_.cuda) CheckCuda(cudaDeviceSynchronize(), "synchronize before sample");
+      p(set);
+      s.ms = s.event_ms = o_.reported ? o_.reported() : std::nan("");
+      return s;
+    }
     if (!o_.cuda) {
       auto t0 = Clock::now();
       p(set);
@@ -226,6 +246,8 @@ class Sampler {
   const std::string& clock_note() const { return clock_note_; }
 
   double preroll_ms() const { return preroll_module_ ? preroll_ms_ : 0; }
+  // The loaded pre-roll's length for the next samples (DeviceClock).
+  void SetPrerollMs(double ms) { preroll_ms_ = ms; }
 
   // Times by the events from now on (the activity trace could not account for a warm-up
   // sample), saying why. The default pre-roll goes too: under the events clock the host code
@@ -361,14 +383,35 @@ v1::TimingStats Summarise(std::vector<double> v) {
   s.set_std_ms(v.size() > 1 ? std::sqrt(var / (v.size() - 1)) : 0);
   s.set_min_ms(*std::min_element(v.begin(), v.end()));
   s.set_max_ms(*std::max_element(v.begin(), v.end()));
-  s.set_median_ms(Median(v));
+  std::sort(v.begin(), v.end());
+  s.set_median_ms(MedianOfSorted(v));
   s.set_n(static_cast<uint32_t>(v.size()));
+  auto [lo, hi] = v.size() >= 3 ? MedianInterval(v) : std::make_pair(v.front(), v.back());
+  s.set_median_ci_low_ms(lo);
+  s.set_median_ci_high_ms(hi);
   return s;
+}
+
+SpeedupInterval SpeedupOf(const v1::TimingStats& reference, const v1::TimingStats& candidate) {
+  SpeedupInterval r;
+  if (!(reference.median_ms() > 0) || !(candidate.median_ms() > 0)) return r;
+  r.speedup = reference.median_ms() / candidate.median_ms();
+  r.low = candidate.median_ci_high_ms() > 0 ? reference.median_ci_low_ms() / candidate.median_ci_high_ms()
+                                            : r.speedup;
+  r.high = candidate.median_ci_low_ms() > 0 ? reference.median_ci_high_ms() / candidate.median_ci_low_ms()
+                                            : r.speedup;
+  r.low = std::min(r.low, r.speedup);
+  r.high = std::max(r.high, r.speedup);
+  return r;
 }
 
 namespace {
 
 void Add(const Sample& s, bool is_reference, ProgramSamples* p) {
+  if (!std::isfinite(s.ms)) {  // kReported: the program could not time this sample
+    ++p->event_fallbacks;
+    return;
+  }
   // A reference sample the trace could not account for is left out rather than timed by its
   // events, which also count the host's launch latency and so would inflate the speedup.
   if (s.event_fallback && is_reference) {
@@ -424,6 +467,7 @@ TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate
   out.clock = sampler.clock();
   auto start = Clock::now();
   bool cand_drained = false;  // the candidate's samples without the pre-roll (see below)
+  bool converged = false;     // the stop rule, not a cap, ended the sampling
   for (uint32_t i = 0; i < o.max_samples; ++i) {
     const int set = set_for();
     bool ref_first = (i % 2) == 0;
@@ -449,12 +493,18 @@ TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate
     bool enough = out.ref.ms.size() >= o.min_samples &&
                   RelStderrOfMedian(out.ref.ms) < o.max_rel_stderr &&
                   (!has_candidate || RelStderrOfMedian(out.cand.ms) < o.max_rel_stderr);
-    if (enough) break;
+    if (enough) {
+      converged = true;
+      break;
+    }
     if (i >= 2 && Ms(Clock::now() - start) > o.time_cap_s * 1000) break;
   }
   if (out.ref.ms.size() < 3) {
     throw std::runtime_error(
-        "kforge: the activity trace could not account for the reference's calls (" +
+        std::string("kforge: the ") +
+        (o.clock == TimingClock::kReported ? "device clock could not time"
+                                           : "activity trace could not account for") +
+        " the reference's calls (" +
         std::to_string(out.ref.event_fallbacks) + " of " +
         std::to_string(out.ref.event_fallbacks + out.ref.ms.size()) + " samples)");
   }
@@ -464,6 +514,8 @@ TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate
   out.candidate = Summarise(out.cand.ms);
   out.reference.set_event_fallbacks(out.ref.event_fallbacks);
   out.candidate.set_event_fallbacks(out.cand.event_fallbacks);
+  out.reference.set_capped(!converged);
+  if (has_candidate) out.candidate.set_capped(!converged);
   if (o.cuda && has_candidate) {
     // The synchronisation's own cost is the same for both programs; a candidate that keeps the
     // device busy after its end event for much longer than the reference does left work
@@ -482,6 +534,50 @@ TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate
     }
   }
   return out;
+}
+
+struct DeviceClock::Impl {
+  explicit Impl(const TimingOptions& options) : o(options), sampler(o) {}
+  TimingOptions o;
+  Sampler sampler;
+};
+
+DeviceClock::DeviceClock(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+DeviceClock::~DeviceClock() = default;
+
+std::unique_ptr<DeviceClock> DeviceClock::Start(int device, uint64_t l2_bytes,
+                                                std::string* why_not) {
+  TimingOptions o;
+  o.cuda = true;
+  o.device = device;
+  o.l2_bytes = l2_bytes;
+  o.clock = TimingClock::kActivity;
+  o.require_clock = true;  // no silent fall back to the events
+  o.preroll_ms = 0.5;      // loads the pre-roll (a failure throws); each sample sets its own
+  try {
+    return std::unique_ptr<DeviceClock>(new DeviceClock(std::make_unique<Impl>(o)));
+  } catch (const std::exception& e) {
+    *why_not = e.what();
+    return nullptr;
+  }
+}
+
+DeviceClock::Reading DeviceClock::Sample(const std::function<void()>& p, double preroll_ms) {
+  impl_->sampler.SetPrerollMs(preroll_ms);
+  eval::Sample s = impl_->sampler.Run([&](int) { p(); }, 0, true);
+  Reading r;
+  r.late_host_ms = s.split.host_ms;
+  if (!s.split.found) {
+    r.why_not = "no GPU activity was recorded for the call";
+  } else if (s.event_fallback) {
+    r.why_not = "the call's events saw device work its activity trace did not (" +
+                std::to_string(s.event_ms) + " ms against a window of " +
+                std::to_string(s.split.window_ms) + " ms)";
+  } else {
+    r.ok = true;
+    r.span_ms = s.split.span_ms;
+  }
+  return r;
 }
 
 }  // namespace kforge::eval

@@ -24,6 +24,10 @@
 //    a device synchronisation after it. The program itself includes whatever proves its work
 //    done (the engine: copying the candidate process's output slots), so no work of another
 //    process can be left out of a sample. No events, no trace, no pre-roll.
+//  - kReported: the program times itself and `TimingOptions::reported` returns the sample
+//    (the device clock: DeviceClock below in the judge, the candidate process's device
+//    samples); a NaN leaves the sample out (counted in event_fallbacks). The device is
+//    drained before each sample; there is no flush (the pre-roll flushes).
 // The optional pre-roll (`preroll_ms` > 0, replacing the memset flush) is a kernel that takes
 // every thread slot of every SM for that long and then flushes L2 (preroll.cu); the program is
 // launched while it runs, so its launches queue and the host's launch gaps fall outside the
@@ -41,6 +45,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -48,9 +53,9 @@
 
 namespace kforge::eval {
 
-enum class TimingClock { kActivity, kEvents, kHost, kJudge };
+enum class TimingClock { kActivity, kEvents, kHost, kJudge, kReported };
 
-// "activity", "events", "host", "judge".
+// "activity", "events", "host", "judge", "reported".
 const char* TimingClockName(TimingClock clock);
 
 struct TimingOptions {
@@ -72,6 +77,7 @@ struct TimingOptions {
   // `require_clock`, which makes that an error. Ignored in CPU mode (kHost).
   TimingClock clock = TimingClock::kActivity;
   bool require_clock = false;
+  std::function<double()> reported;  // kReported: the sample the program just took
 };
 
 // Runs one program on input set `set`.
@@ -118,8 +124,46 @@ TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate
 // their size.
 double RelStderrOfMedian(std::vector<double> samples);
 
-// Summary statistics of samples in milliseconds.
+// Summary statistics of samples in milliseconds, with the median's 95% interval.
 v1::TimingStats Summarise(std::vector<double> samples_ms);
+
+// reference median / candidate median, and a conservative 95% interval of it: the
+// reference's interval bounds over the candidate's. All 0 without two positive medians.
+struct SpeedupInterval {
+  double speedup = 0, low = 0, high = 0;
+};
+SpeedupInterval SpeedupOf(const v1::TimingStats& reference, const v1::TimingStats& candidate);
+
+// The device clock (docs/evaluation.md, "Two clocks"): one sample of a program is the GPU
+// span, from CUPTI's records, of every kernel, copy and memset it launched on any stream,
+// launched while a pre-roll kernel holds every SM (so the host's launch gaps fall outside the
+// span) and after the pre-roll flushed L2. Used by the judge for the reference and by the
+// candidate process for the candidate's device samples. One per process (CUPTI).
+class DeviceClock {
+ public:
+  // Null with `why_not` when CUPTI or the pre-roll cannot be used on `device`.
+  static std::unique_ptr<DeviceClock> Start(int device, uint64_t l2_bytes, std::string* why_not);
+  ~DeviceClock();
+  DeviceClock(const DeviceClock&) = delete;
+  DeviceClock& operator=(const DeviceClock&) = delete;
+
+  struct Reading {
+    bool ok = false;
+    double span_ms = 0;
+    // How long the host was still launching after the pre-roll ended (the pre-roll was that
+    // much too short, and the span holds launch gaps).
+    double late_host_ms = 0;
+    std::string why_not;  // !ok: no activity recorded, records dropped, unseen device work
+  };
+  // Drains the device, launches a pre-roll of `preroll_ms`, runs `p` and reads its span.
+  // Throws std::runtime_error on CUDA errors (a fault of `p` surfaces there).
+  Reading Sample(const std::function<void()>& p, double preroll_ms);
+
+ private:
+  struct Impl;
+  explicit DeviceClock(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace kforge::eval
 

@@ -154,9 +154,11 @@ def cases(device):
         if device == "cpu" and "GPU only." in text:
             continue
         m = re.search(r"Policy:\s*(\w+)", text)
+        native = re.search(r"Expected native code:\s*(yes|no)", text)
         out.append(dict(name=f"exploits/{os.path.splitext(name)[0]}", task=hack_task(path),
                         candidate=path, expect=hack_expectation(path), strict=True,
-                        policy=m.group(1) if m else ""))
+                        policy=m.group(1) if m else "",
+                        native=(native.group(1) == "yes") if native else None))
     hdir = os.path.join(EX, "hacks")
     for name in sorted(os.listdir(hdir)):
         if not name.endswith((".py", ".cpp")):
@@ -229,7 +231,10 @@ def samples_match(result):
     statistics describe."""
     if result.get("verdict") != "ok":
         return True
-    for program in ("reference", "candidate"):
+    programs = ["reference", "candidate", "reference_call", "candidate_call"]
+    if "speedup_device" in result:
+        programs += ["reference_device", "candidate_device"]
+    for program in programs:
         t = result.get(program, {})
         s = sorted(t.get("samples_ms", []))
         if len(s) != t.get("n") or not s or t.get("input_sets", 0) < 1:
@@ -241,17 +246,36 @@ def samples_match(result):
 
 
 def expected_clock(case):
-    """The timing clock an `ok` result must report: the host's on the CPU, the judge's on a GPU
-    (docs/evaluation.md, "The trust boundary"), with no pre-roll either way."""
+    """The call clock an `ok` result must report: the host's on the CPU, the judge's on a GPU
+    (docs/evaluation.md, "The trust boundary")."""
     return "host" if case["device"] == "cpu" else "judge"
+
+
+def clocks_hold(case, result):
+    """An `ok` result carries both clocks as docs/evaluation.md ("Two clocks") says: the call
+    clock's speedup always, made the speedup by default; the device clock's on a GPU unless the
+    result says why not (CPU mode: never), and never for a process that reached native code."""
+    if result.get("timing_clock") != expected_clock(case):
+        return False
+    if result.get("speedup_clock") != "call" or "speedup_call" not in result:
+        return False
+    if abs(result["speedup_call"] - result.get("speedup", 0)) > 1e-9 * result["speedup_call"]:
+        return False
+    if not result.get("speedup_ci_low", 0) <= result["speedup"] <= result.get("speedup_ci_high", 0):
+        return False
+    has_device = "speedup_device" in result
+    if case["device"] == "cpu" or result.get("native_code"):
+        return not has_device and bool(result.get("device_clock_note"))
+    return has_device or bool(result.get("device_clock_note"))
 
 
 def judge(case, result):
     if not samples_match(result):
         return False
-    if result.get("verdict") == "ok" and (
-            result.get("timing_preroll_ms", 0) != 0 or
-            result.get("timing_clock") != expected_clock(case)):
+    if result.get("verdict") == "ok" and not clocks_hold(case, result):
+        return False
+    if case.get("native") is not None and result.get("verdict") not in (None, "<no result>") and \
+            bool(result.get("native_code")) != case["native"]:
         return False
     if result.get("verdict") == "ok" and "input_sets" in case and \
             result.get("candidate", {}).get("input_sets") != case["input_sets"]:
