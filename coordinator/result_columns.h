@@ -2,8 +2,8 @@
 // as SQL text parameters: the verdict and its words, `speedup` and its medians, and both
 // clocks (speedup per clock, the clock behind `speedup`, every median, the interval, the
 // native-code taint, capped sampling). Where a column reads NULL is part of the schema
-// (docs/architecture.md, "Results in PostgreSQL"): a speedup only with `ok`, a median only for
-// a program timed on that clock, an interval only when the engine gave one.
+// (docs/architecture.md, "Both clocks"): a speedup only with `ok`, a median only for a program
+// timed on that clock, an interval only when the engine gave one.
 //
 // Pure functions on a validated result (coordinator/result_validation.h); thread-safe.
 #ifndef KFORGE_COORDINATOR_RESULT_COLUMNS_H_
