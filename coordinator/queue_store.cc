@@ -350,7 +350,8 @@ absl::StatusOr<Completion> QueueStore::CompleteAndLease(const std::string& lease
           absl::StrCat(
               "WITH l AS (DELETE FROM leases WHERE lease_id = $4::uuid AND worker_id = $1::uuid "
               "  RETURNING evaluation_id), "
-              "done AS (UPDATE evaluations e SET state = 'done', ", ResultColumnAssignments(6),
+              "done AS (UPDATE evaluations e SET state = 'done', ",
+              ResultColumnAssignments(6),
               ", result = $5::jsonb, system_info = ($5::jsonb)->'system', "
               "  worker_id = $1::uuid, ran_on_gpu_type = $2, finished_at = now(), "
               "  worker_token_id = (SELECT token_id FROM workers WHERE worker_id = $1::uuid), "

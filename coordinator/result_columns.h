@@ -18,8 +18,8 @@
 namespace kforge {
 
 struct ResultColumn {
-  const char* name;  // the column of `evaluations`
-  const char* type;  // the SQL type the text is cast to
+  const char* name;                  // the column of `evaluations`
+  const char* type;                  // the SQL type the text is cast to
   std::optional<std::string> value;  // nullopt: NULL
 };
 

@@ -78,8 +78,7 @@ TEST(ResultColumnsTest, AssignmentsNumberEveryColumnInOrder) {
   EXPECT_THAT(sql, StartsWith("verdict = $6::text, reason = $7::text, rule = $8::text, "
                               "speedup = $9::float8, "));
   const size_t n = ResultColumns(v1::EvalResult()).size();
-  EXPECT_NE(sql.find("timing_capped = $" + std::to_string(6 + n - 1) + "::bool"),
-            std::string::npos)
+  EXPECT_NE(sql.find("timing_capped = $" + std::to_string(6 + n - 1) + "::bool"), std::string::npos)
       << sql;
   EXPECT_EQ(sql.find("$" + std::to_string(6 + n)), std::string::npos) << sql;
 }

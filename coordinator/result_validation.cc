@@ -25,12 +25,13 @@ absl::Status CheckNonNegative(const std::string& field, double v) {
 absl::Status CheckInterval(const std::string& name, const char* unit, double value, double low,
                            double high) {
   if (low == 0 && high == 0) return absl::OkStatus();
-  for (const auto& [end, v] : {std::pair<const char*, double>{"_ci_low", low}, {"_ci_high", high}}) {
+  for (const auto& [end, v] :
+       {std::pair<const char*, double>{"_ci_low", low}, {"_ci_high", high}}) {
     if (absl::Status s = CheckNonNegative(absl::StrCat(name, end, unit), v); !s.ok()) return s;
   }
   if (!(low <= value && value <= high)) {
-    return Bad(name + unit, absl::StrCat("is ", value, ", outside its confidence interval [",
-                                         low, ", ", high, "]"));
+    return Bad(name + unit, absl::StrCat("is ", value, ", outside its confidence interval [", low,
+                                         ", ", high, "]"));
   }
   return absl::OkStatus();
 }
@@ -149,9 +150,9 @@ absl::Status CheckClocks(const v1::EvalResult& r, bool ok, const ResultLimits& l
   for (const Clock& c : clocks) {
     const std::string field = absl::StrCat("speedup_", c.name);
     if (c.has && !ok) return Bad(field, "is set; only an ok result has a speedup");
-    for (const auto& [side, t] : {std::pair<const char*, const v1::TimingStats*>{
-                                      "reference_", &c.ref},
-                                  {"candidate_", &c.cand}}) {
+    for (const auto& [side, t] :
+         {std::pair<const char*, const v1::TimingStats*>{"reference_", &c.ref},
+          {"candidate_", &c.cand}}) {
       if (absl::Status s = CheckTiming(side + std::string(c.name), *t, c.has, limits); !s.ok()) {
         return s;
       }
@@ -162,8 +163,8 @@ absl::Status CheckClocks(const v1::EvalResult& r, bool ok, const ResultLimits& l
   }
   const std::string& clock = r.speedup_clock();
   if (!clock.empty() && clock != "device" && clock != "call") {
-    return Bad("speedup_clock", absl::StrCat("is '", clock.substr(0, 64),
-                                             "'; it must be device or call"));
+    return Bad("speedup_clock",
+               absl::StrCat("is '", clock.substr(0, 64), "'; it must be device or call"));
   }
   for (const auto& [field, text] :
        {std::pair<const char*, const std::string*>{"device_clock_note", &r.device_clock_note()},
@@ -185,8 +186,8 @@ absl::Status CheckClocks(const v1::EvalResult& r, bool ok, const ResultLimits& l
                "is missing; speedup_clock names it, so an ok result has it");
   }
   if (std::abs(r.speedup() - named.speedup) > limits.speedup_rel_tolerance * named.speedup) {
-    return Bad("speedup", absl::StrCat("is ", r.speedup(), " but speedup_", clock, " is ",
-                                       named.speedup));
+    return Bad("speedup",
+               absl::StrCat("is ", r.speedup(), " but speedup_", clock, " is ", named.speedup));
   }
   return CheckInterval("speedup", "", r.speedup(), r.speedup_ci_low(), r.speedup_ci_high());
 }

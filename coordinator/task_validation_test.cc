@@ -55,8 +55,7 @@ TEST(TaskValidationTest, RejectsAbsurdOptions) {
     EXPECT_TRUE(ValidateTaskOptions("", 0, 0, 0, "", clock).ok()) << clock;
   }
   EXPECT_EQ(ValidateTaskOptions("", 0, 0, 0, "strict", "wall"),
-            absl::InvalidArgumentError(
-                "options.speedup_clock must be device or call, not 'wall'"));
+            absl::InvalidArgumentError("options.speedup_clock must be device or call, not 'wall'"));
   EXPECT_EQ(ValidateTaskOptions("", 0, 0, 0, "", "Device").message(),
             "options.speedup_clock must be device or call, not 'Device'");
   EXPECT_EQ(ValidateTaskOptions("", 0, 0, 0, "", "\xff").message(),

@@ -257,8 +257,8 @@ v1::EvalResult CallClockResult() {
 // A task asking for the call clock: the option reaches the worker's lease, the results the
 // worker returns are stored with both clocks, and `kforge results` shows them.
 TEST_F(CliTest, ResultsShowTheClockOfEachSpeedupAndBothSpeedups) {
-  auto stub = v1::JobService::NewStub(MakeChannel(coordinator_->grpc_address(),
-                                                  {user_token_, TestPki::Shared().Client()}));
+  auto stub = v1::JobService::NewStub(
+      MakeChannel(coordinator_->grpc_address(), {user_token_, TestPki::Shared().Client()}));
   v1::SubmitTaskRequest task;
   task.set_name("sigmoid-call-clock");
   task.set_source(std::string(kSigmoidTask) + "# timed by the call clock\n");

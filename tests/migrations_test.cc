@@ -93,8 +93,7 @@ TEST(MigrationsTest, CreatesEveryTableAndView) {
               IsSupersetOf({"speedup", "ref_median_ms", "cand_median_ms", "speedup_device",
                             "speedup_call", "speedup_clock", "reference_device_ms",
                             "candidate_device_ms", "reference_call_ms", "candidate_call_ms",
-                            "speedup_ci_low", "speedup_ci_high", "native_code",
-                            "timing_capped"}));
+                            "speedup_ci_low", "speedup_ci_high", "native_code", "timing_capped"}));
 
   auto version = SchemaVersion(*conn);
   ASSERT_TRUE(version.ok()) << version.status();
@@ -149,8 +148,7 @@ TEST(MigrationsTest, ViewsRankByTheStoredSpeedupAndPerClock) {
                     "SELECT gpu_type || '/' || clock || '/' || tasks_solved || '/' || "
                     "  mean_speedup FROM leaderboard_by_clock"),
               ElementsAre("H200/call/1/1.8", "H200/device/1/2"));
-  auto wrong = conn->Exec(
-      "UPDATE evaluations SET speedup_clock = 'wall' WHERE candidate_id = 'a'");
+  auto wrong = conn->Exec("UPDATE evaluations SET speedup_clock = 'wall' WHERE candidate_id = 'a'");
   EXPECT_EQ(wrong.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(wrong.status().message()), HasSubstr("speedup_clock_check"));
 }

@@ -324,9 +324,9 @@ TEST(MonitoringTest, PrometheusScrapesEveryServiceAndEveryDashboardQueryRuns) {
   ASSERT_EQ(board->rows(), 1);
   EXPECT_EQ(board->Get(0, 0), "cpu");
   // Its leaderboard per clock too: CPU mode times by the call clock only.
-  auto by_clock = cluster.TryQuery(Sql(
-      "SELECT gpu_type || '/' || clock FROM leaderboard_by_clock WHERE gpu_type IN ($gpu_type)",
-      "'cpu'"));
+  auto by_clock = cluster.TryQuery(
+      Sql("SELECT gpu_type || '/' || clock FROM leaderboard_by_clock WHERE gpu_type IN ($gpu_type)",
+          "'cpu'"));
   ASSERT_TRUE(by_clock.ok()) << by_clock.status();
   ASSERT_EQ(by_clock->rows(), 1);
   EXPECT_EQ(by_clock->Get(0, 0), "cpu/call");
