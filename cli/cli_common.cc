@@ -79,9 +79,17 @@ std::string VerdictWord(v1::Verdict v) {
 }
 
 void PrintHeader() {
-  std::printf("%-8s %-40s %-10s %-14s %9s %11s %11s  %s\n", "#", "CANDIDATE", "GPU", "VERDICT",
-              "SPEEDUP", "REF_MS", "CAND_MS", "REASON");
+  std::printf("%-8s %-40s %-10s %-14s %9s %-6s %9s %9s %11s %11s  %s\n", "#", "CANDIDATE", "GPU",
+              "VERDICT", "SPEEDUP", "CLOCK", "DEV", "CALL", "REF_MS", "CAND_MS", "REASON");
 }
+
+namespace {
+
+std::string Speedup(bool has, double speedup) {
+  return has ? std::to_string(speedup).substr(0, 7) : "-";
+}
+
+}  // namespace
 
 void PrintRecord(const v1::EvaluationRecord& rec, const std::string& position) {
   const v1::EvalResult& r = rec.result();
@@ -89,10 +97,15 @@ void PrintRecord(const v1::EvaluationRecord& rec, const std::string& position) {
   if (ref.size() > 40) ref = "..." + ref.substr(ref.size() - 37);
   std::string reason = r.reason().substr(0, 100);
   for (char& c : reason) c = c == '\n' ? ' ' : c;
-  std::printf("%-8s %-40s %-10s %-14s %9s %11.4f %11.4f  %s\n", position.c_str(), ref.c_str(),
-              rec.gpu_type().c_str(), VerdictWord(r.verdict()).c_str(),
-              r.has_speedup() ? std::to_string(r.speedup()).substr(0, 7).c_str() : "-",
-              r.reference().median_ms(), r.candidate().median_ms(), reason.c_str());
+  // CLOCK is the clock SPEEDUP is; DEV and CALL are the speedups of the device and call
+  // clocks ("-": not measured, or not trusted for this candidate).
+  std::printf("%-8s %-40s %-10s %-14s %9s %-6s %9s %9s %11.4f %11.4f  %s\n", position.c_str(),
+              ref.c_str(), rec.gpu_type().c_str(), VerdictWord(r.verdict()).c_str(),
+              Speedup(r.has_speedup(), r.speedup()).c_str(),
+              r.speedup_clock().empty() ? "-" : r.speedup_clock().substr(0, 6).c_str(),
+              Speedup(r.has_speedup_device(), r.speedup_device()).c_str(),
+              Speedup(r.has_speedup_call(), r.speedup_call()).c_str(), r.reference().median_ms(),
+              r.candidate().median_ms(), reason.c_str());
   std::fflush(stdout);
 }
 

@@ -107,9 +107,10 @@ int Watch(const std::string& id) {
         std::string reason = r.reason().substr(0, 80);
         for (char& c : reason) c = c == '\n' ? ' ' : c;
         std::printf(
-            "  [%d] %-8s %-14s %8s  %s  %s\n", results, ev.result().gpu_type().c_str(),
+            "  [%d] %-8s %-14s %8s %-6s  %s  %s\n", results, ev.result().gpu_type().c_str(),
             VerdictWord(r.verdict()).c_str(),
             r.has_speedup() ? (std::to_string(r.speedup()).substr(0, 6) + "x").c_str() : "-",
+            r.has_speedup() ? r.speedup_clock().substr(0, 6).c_str() : "",
             ev.result().candidate_id().substr(0, 12).c_str(), reason.c_str());
         break;
       }

@@ -48,7 +48,7 @@ grpc::Status JobServiceImpl::SubmitTask(grpc::ServerContext* ctx, const v1::Subm
   if (req->name().size() > 256) return Invalid("name must be at most 256 bytes");
   const v1::TaskOptions& o = req->options();
   if (absl::Status s = ValidateTaskOptions(o.precision(), o.atol(), o.rtol(),
-                                           o.correctness_trials(), o.policy());
+                                           o.correctness_trials(), o.policy(), o.speedup_clock());
       !s.ok()) {
     return ToGrpcStatus(s);
   }

@@ -8,6 +8,7 @@
 #include "common/base/sha256.h"
 #include "common/result_json.h"
 #include "common/status_macros.h"
+#include "coordinator/result_columns.h"
 
 namespace kforge {
 namespace {
@@ -338,27 +339,20 @@ absl::Status QueueStore::Heartbeat(const std::string& worker_id,
 absl::StatusOr<Completion> QueueStore::CompleteAndLease(const std::string& lease_id,
                                                         const v1::EvalResult& result,
                                                         const LeaseRequest& next) {
-  std::optional<std::string> speedup;
-  if (result.has_speedup()) speedup = std::to_string(result.speedup());
-  std::optional<std::string> ref_ms, cand_ms;
-  if (result.reference().n() > 0) ref_ms = std::to_string(result.reference().median_ms());
-  if (result.candidate().n() > 0) cand_ms = std::to_string(result.candidate().median_ms());
+  // Parameters $4.. : lease id, the result JSON, then the result's columns (result_columns.h).
+  // The result is stored only if this worker's lease still exists.
   PgParams params = LeaseParams(next);
-  params.insert(params.end(), {lease_id, std::string(VerdictName(result.verdict())),
-                               result.reason(), result.rule(), speedup, ref_ms, cand_ms,
-                               ResultToJson(result), result.compiler_log()});
-  // Parameters $4.. : lease id, verdict, reason, rule, speedup, both medians, the result JSON,
-  // the compiler log. The result is stored only if this worker's lease still exists.
+  params.insert(params.end(), {lease_id, ResultToJson(result)});
+  for (ResultColumn& c : ResultColumns(result)) params.push_back(std::move(c.value));
   ASSIGN_OR_RETURN(
       PgResult r,
       pool_.ExecPrepared(
           absl::StrCat(
               "WITH l AS (DELETE FROM leases WHERE lease_id = $4::uuid AND worker_id = $1::uuid "
               "  RETURNING evaluation_id), "
-              "done AS (UPDATE evaluations e SET state = 'done', verdict = $5, reason = $6, "
-              "  rule = $7, speedup = $8::float8, ref_median_ms = $9::float8, "
-              "  cand_median_ms = $10::float8, result = $11::jsonb, "
-              "  system_info = ($11::jsonb)->'system', compiler_log = $12, "
+              "done AS (UPDATE evaluations e SET state = 'done', ",
+              ResultColumnAssignments(6),
+              ", result = $5::jsonb, system_info = ($5::jsonb)->'system', "
               "  worker_id = $1::uuid, ran_on_gpu_type = $2, finished_at = now(), "
               "  worker_token_id = (SELECT token_id FROM workers WHERE worker_id = $1::uuid), "
               "  done_xid = pg_current_xact_id() "

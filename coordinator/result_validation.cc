@@ -20,6 +20,22 @@ absl::Status CheckNonNegative(const std::string& field, double v) {
   return absl::OkStatus();
 }
 
+// The confidence interval of the value named <name><unit>, whose ends are <name>_ci_low<unit>
+// and <name>_ci_high<unit>: both 0 (none), or finite with 0 <= low <= value <= high.
+absl::Status CheckInterval(const std::string& name, const char* unit, double value, double low,
+                           double high) {
+  if (low == 0 && high == 0) return absl::OkStatus();
+  for (const auto& [end, v] :
+       {std::pair<const char*, double>{"_ci_low", low}, {"_ci_high", high}}) {
+    if (absl::Status s = CheckNonNegative(absl::StrCat(name, end, unit), v); !s.ok()) return s;
+  }
+  if (!(low <= value && value <= high)) {
+    return Bad(name + unit, absl::StrCat("is ", value, ", outside its confidence interval [", low,
+                                         ", ", high, "]"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckSamples(const std::string& field,
                           const google::protobuf::RepeatedField<double>& samples,
                           const ResultLimits& limits) {
@@ -44,6 +60,11 @@ absl::Status CheckTiming(const std::string& name, const v1::TimingStats& t, bool
                                                   {"std_ms", t.std_ms()}};
   for (const auto& [field, v] : stats) {
     if (absl::Status s = CheckNonNegative(absl::StrCat(name, ".", field), v); !s.ok()) return s;
+  }
+  if (absl::Status s = CheckInterval(name + ".median", "_ms", t.median_ms(), t.median_ci_low_ms(),
+                                     t.median_ci_high_ms());
+      !s.ok()) {
+    return s;
   }
   const std::pair<const char*, const google::protobuf::RepeatedField<double>*> series[] = {
       {"samples_ms", &t.samples_ms()},           {"tail_samples_ms", &t.tail_samples_ms()},
@@ -97,6 +118,80 @@ absl::Status CheckCorrectness(const v1::CorrectnessReport& c, bool ok) {
   return absl::OkStatus();
 }
 
+// `speedup` (named `field`) must be reference median / candidate median, the two timed.
+absl::Status CheckRatio(const std::string& field, double speedup, const v1::TimingStats& ref,
+                        const v1::TimingStats& cand, const ResultLimits& limits) {
+  if (!std::isfinite(speedup) || speedup <= 0) {
+    return Bad(field, absl::StrCat("is ", speedup, "; it must be finite and positive"));
+  }
+  const double expected = ref.median_ms() / cand.median_ms();
+  if (std::abs(speedup - expected) > limits.speedup_rel_tolerance * expected) {
+    return Bad(field, absl::StrCat("is ", speedup, " but reference median / candidate median is ",
+                                   expected));
+  }
+  return absl::OkStatus();
+}
+
+// The two clocks (EvalResult fields 22-31): each clock's speedup only with ok, and then its
+// pair of timings, timed, giving it; `speedup_clock` names one of them, whose speedup is
+// `speedup`; the interval, when there is one, holds `speedup`.
+absl::Status CheckClocks(const v1::EvalResult& r, bool ok, const ResultLimits& limits) {
+  struct Clock {
+    const char* name;
+    bool has;
+    double speedup;
+    const v1::TimingStats& ref;
+    const v1::TimingStats& cand;
+  };
+  const Clock clocks[] = {
+      {"device", r.has_speedup_device(), r.speedup_device(), r.reference_device(),
+       r.candidate_device()},
+      {"call", r.has_speedup_call(), r.speedup_call(), r.reference_call(), r.candidate_call()}};
+  for (const Clock& c : clocks) {
+    const std::string field = absl::StrCat("speedup_", c.name);
+    if (c.has && !ok) return Bad(field, "is set; only an ok result has a speedup");
+    for (const auto& [side, t] :
+         {std::pair<const char*, const v1::TimingStats*>{"reference_", &c.ref},
+          {"candidate_", &c.cand}}) {
+      if (absl::Status s = CheckTiming(side + std::string(c.name), *t, c.has, limits); !s.ok()) {
+        return s;
+      }
+    }
+    if (c.has) {
+      if (absl::Status s = CheckRatio(field, c.speedup, c.ref, c.cand, limits); !s.ok()) return s;
+    }
+  }
+  const std::string& clock = r.speedup_clock();
+  if (!clock.empty() && clock != "device" && clock != "call") {
+    return Bad("speedup_clock",
+               absl::StrCat("is '", clock.substr(0, 64), "'; it must be device or call"));
+  }
+  for (const auto& [field, text] :
+       {std::pair<const char*, const std::string*>{"device_clock_note", &r.device_clock_note()},
+        {"native_code_detail", &r.native_code_detail()}}) {
+    if (text->size() > limits.max_reason_bytes) {
+      return Bad(field, absl::StrCat("is ", text->size(), " bytes; the limit is ",
+                                     limits.max_reason_bytes));
+    }
+  }
+  const bool interval = r.speedup_ci_low() != 0 || r.speedup_ci_high() != 0;
+  if (!ok) {
+    if (interval) return Bad("speedup_ci_low", "is set; only an ok result has a speedup");
+    return absl::OkStatus();
+  }
+  if (clock.empty()) return Bad("speedup_clock", "is missing; an ok result names its clock");
+  const Clock& named = clock == "device" ? clocks[0] : clocks[1];
+  if (!named.has) {
+    return Bad(absl::StrCat("speedup_", clock),
+               "is missing; speedup_clock names it, so an ok result has it");
+  }
+  if (std::abs(r.speedup() - named.speedup) > limits.speedup_rel_tolerance * named.speedup) {
+    return Bad("speedup",
+               absl::StrCat("is ", r.speedup(), " but speedup_", clock, " is ", named.speedup));
+  }
+  return CheckInterval("speedup", "", r.speedup(), r.speedup_ci_low(), r.speedup_ci_high());
+}
+
 absl::Status CheckStages(const v1::StageDurations& st) {
   const google::protobuf::Reflection* refl = st.GetReflection();
   const google::protobuf::Descriptor* desc = st.GetDescriptor();
@@ -145,17 +240,12 @@ absl::Status ValidateResult(const v1::EvalResult& r, const ResultLimits& limits)
     return s;
   }
   if (ok) {
-    const double speedup = r.speedup();
-    if (!std::isfinite(speedup) || speedup <= 0) {
-      return Bad("speedup", absl::StrCat("is ", speedup, "; it must be finite and positive"));
-    }
-    const double expected = r.reference().median_ms() / r.candidate().median_ms();
-    if (std::abs(speedup - expected) > limits.speedup_rel_tolerance * expected) {
-      return Bad("speedup", absl::StrCat("is ", speedup, " but reference median / candidate "
-                                         "median is ", expected));
+    if (absl::Status s = CheckRatio("speedup", r.speedup(), r.reference(), r.candidate(), limits);
+        !s.ok()) {
+      return s;
     }
   }
-  return absl::OkStatus();
+  return CheckClocks(r, ok, limits);
 }
 
 }  // namespace kforge

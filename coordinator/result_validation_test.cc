@@ -13,16 +13,28 @@ void SetTiming(v1::TimingStats* t, double median) {
   t->set_mean_ms(median);
   t->set_min_ms(median * 0.9);
   t->set_max_ms(median * 1.1);
+  t->set_median_ci_low_ms(median * 0.95);
+  t->set_median_ci_high_ms(median * 1.05);
   t->set_n(20);
 }
 
-// What the engine sends for a correct candidate twice as fast as the reference.
+// What the engine sends for a correct candidate twice as fast as the reference by the device
+// clock (1.6 times by the call clock, which adds 0.4 ms of host time to both).
 v1::EvalResult OkResult() {
   v1::EvalResult r;
   r.set_verdict(v1::VERDICT_OK);
   SetTiming(r.mutable_reference(), 2.0);
   SetTiming(r.mutable_candidate(), 1.0);
   r.set_speedup(2.0);
+  *r.mutable_reference_device() = r.reference();
+  *r.mutable_candidate_device() = r.candidate();
+  r.set_speedup_device(2.0);
+  SetTiming(r.mutable_reference_call(), 2.4);
+  SetTiming(r.mutable_candidate_call(), 1.5);
+  r.set_speedup_call(1.6);
+  r.set_speedup_clock("device");
+  r.set_speedup_ci_low(0.95 * 2.0 / 1.05);
+  r.set_speedup_ci_high(1.05 * 2.0 / 0.95);
   r.mutable_correctness()->set_trials(5);
   r.mutable_correctness()->set_trials_passed(5);
   r.mutable_stages()->set_total_s(3.5);
@@ -84,6 +96,116 @@ TEST(ResultValidationTest, RefusesASpeedupTheTimingsDoNotGive) {
             "malformed result: candidate.n is 0; an ok result has timed both programs");
 }
 
+// The call clock's pair in `reference` and `candidate`: what a task with speedup_clock "call"
+// gets, and what a candidate whose process reached native code gets (no device speedup).
+v1::EvalResult CallClockResult() {
+  v1::EvalResult r = OkResult();
+  *r.mutable_reference() = r.reference_call();
+  *r.mutable_candidate() = r.candidate_call();
+  r.set_speedup(1.6);
+  r.set_speedup_clock("call");
+  r.set_speedup_ci_low(1.5);
+  r.set_speedup_ci_high(1.7);
+  return r;
+}
+
+TEST(ResultValidationTest, AcceptsEitherClockAndAnUntrustedDeviceClock) {
+  EXPECT_TRUE(ValidateResult(CallClockResult()).ok()) << ValidateResult(CallClockResult());
+  v1::EvalResult r = CallClockResult();
+  r.clear_speedup_device();
+  r.clear_candidate_device();
+  r.set_native_code(true);
+  r.set_native_code_detail("ctypes.CDLL");
+  r.set_device_clock_note("the candidate process reached native code");
+  EXPECT_TRUE(ValidateResult(r).ok()) << ValidateResult(r);
+  r.clear_speedup_ci_low();  // no interval
+  r.clear_speedup_ci_high();
+  EXPECT_TRUE(ValidateResult(r).ok()) << ValidateResult(r);
+  // A failed evaluation names the clock it would have used, and nothing else of the clocks.
+  v1::EvalResult wrong;
+  wrong.set_verdict(v1::VERDICT_INCORRECT);
+  wrong.set_speedup_clock("device");
+  EXPECT_TRUE(ValidateResult(wrong).ok()) << ValidateResult(wrong);
+}
+
+TEST(ResultValidationTest, RefusesAClockSpeedupWithoutOk) {
+  v1::EvalResult r = OkResult();
+  r.set_verdict(v1::VERDICT_RUNTIME_ERROR);
+  r.clear_speedup();
+  EXPECT_EQ(ValidateResult(r).message(),
+            "malformed result: speedup_device is set; only an ok result has a speedup");
+  r.clear_speedup_device();
+  EXPECT_EQ(ValidateResult(r).message(),
+            "malformed result: speedup_call is set; only an ok result has a speedup");
+  r.clear_speedup_call();
+  EXPECT_EQ(ValidateResult(r).message(),
+            "malformed result: speedup_ci_low is set; only an ok result has a speedup");
+}
+
+TEST(ResultValidationTest, RefusesAnOkWithoutItsClock) {
+  v1::EvalResult r = OkResult();
+  r.clear_speedup_clock();
+  EXPECT_EQ(ValidateResult(r).message(),
+            "malformed result: speedup_clock is missing; an ok result names its clock");
+  r.set_speedup_clock("wall");
+  EXPECT_EQ(ValidateResult(r).message(),
+            "malformed result: speedup_clock is 'wall'; it must be device or call");
+  r = OkResult();
+  r.clear_speedup_device();
+  EXPECT_EQ(ValidateResult(r).message(),
+            "malformed result: speedup_device is missing; speedup_clock names it, so an ok "
+            "result has it");
+  r = CallClockResult();
+  r.clear_speedup_call();
+  EXPECT_EQ(ValidateResult(r).message(),
+            "malformed result: speedup_call is missing; speedup_clock names it, so an ok result "
+            "has it");
+}
+
+TEST(ResultValidationTest, RefusesClockSpeedupsTheirTimingsDoNotGive) {
+  v1::EvalResult r = OkResult();
+  r.set_speedup_call(50);  // 2.4 ms / 1.5 ms is 1.6
+  EXPECT_EQ(ValidateResult(r).message(),
+            "malformed result: speedup_call is 50 but reference median / candidate median is "
+            "1.6");
+  r = OkResult();
+  r.set_speedup_device(std::numeric_limits<double>::infinity());
+  EXPECT_EQ(ValidateResult(r).message(),
+            "malformed result: speedup_device is inf; it must be finite and positive");
+  r = OkResult();
+  r.set_speedup_call(-1.6);
+  EXPECT_EQ(ValidateResult(r).message(),
+            "malformed result: speedup_call is -1.6; it must be finite and positive");
+  r = OkResult();
+  r.mutable_candidate_call()->set_n(0);
+  EXPECT_EQ(ValidateResult(r).message(),
+            "malformed result: candidate_call.n is 0; an ok result has timed both programs");
+  // `speedup` must be the named clock's: here the device pair was copied, the call's named.
+  r = OkResult();
+  r.set_speedup_clock("call");
+  EXPECT_EQ(ValidateResult(r).message(), "malformed result: speedup is 2 but speedup_call is 1.6");
+}
+
+TEST(ResultValidationTest, RefusesAnIntervalThatMissesItsValue) {
+  v1::EvalResult r = OkResult();
+  r.set_speedup_ci_low(2.5);
+  r.set_speedup_ci_high(3);
+  EXPECT_EQ(ValidateResult(r).message(),
+            "malformed result: speedup is 2, outside its confidence interval [2.5, 3]");
+  r.set_speedup_ci_low(std::numeric_limits<double>::quiet_NaN());
+  EXPECT_EQ(ValidateResult(r).message(),
+            "malformed result: speedup_ci_low is nan; it must be finite");
+  r = OkResult();
+  r.mutable_reference_call()->set_median_ci_high_ms(2);
+  EXPECT_EQ(ValidateResult(r).message(),
+            "malformed result: reference_call.median_ms is 2.4, outside its confidence "
+            "interval [2.28, 2]");
+  r = OkResult();
+  r.mutable_candidate()->set_median_ci_low_ms(-1);
+  EXPECT_EQ(ValidateResult(r).message(),
+            "malformed result: candidate.median_ci_low_ms is -1; it must not be negative");
+}
+
 TEST(ResultValidationTest, RefusesAnOkThatFailedTrials) {
   v1::EvalResult r = OkResult();
   r.mutable_correctness()->set_trials_passed(4);
@@ -116,6 +238,15 @@ TEST(ResultValidationTest, BoundsSizes) {
   r.set_compiler_log(std::string(11, 'x'));
   EXPECT_EQ(ValidateResult(r, limits).message(),
             "malformed result: compiler_log is 11 bytes; the limit is 10");
+  r = OkResult();
+  for (int i = 0; i < 4; ++i) r.mutable_candidate_device()->add_span_samples_ms(1);
+  EXPECT_EQ(ValidateResult(r, limits).message(),
+            "malformed result: candidate_device.span_samples_ms has 4 samples; the limit is 3");
+  limits.max_reason_bytes = 10;
+  r = OkResult();
+  r.set_native_code_detail(std::string(11, 'x'));
+  EXPECT_EQ(ValidateResult(r, limits).message(),
+            "malformed result: native_code_detail is 11 bytes; the limit is 10");
   limits.max_result_bytes = 16;
   EXPECT_EQ(ValidateResult(OkResult(), limits).code(), absl::StatusCode::kInvalidArgument);
 }

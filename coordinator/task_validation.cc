@@ -66,13 +66,27 @@ absl::Status ValidateUuid(std::string_view text, const std::string& what) {
   return absl::InvalidArgumentError(absl::StrCat(what, " '", shown, "' is not a UUID"));
 }
 
+namespace {
+
+// INVALID_ARGUMENT "options.<field> must be A or B, not 'X'" unless `value` is empty, `a` or
+// `b`; X is cut to 64 bytes, and named "(not UTF-8)" when it is not text.
+absl::Status EmptyOrOneOf(const char* field, const std::string& value, const char* a,
+                          const char* b) {
+  if (value.empty() || value == a || value == b) return absl::OkStatus();
+  std::string shown = value.substr(0, 64);
+  if (FirstInvalidUtf8(shown)) shown = "(not UTF-8)";
+  return absl::InvalidArgumentError(
+      absl::StrCat("options.", field, " must be ", a, " or ", b, ", not '", shown, "'"));
+}
+
+}  // namespace
+
 absl::Status ValidateTaskOptions(const std::string& precision, double atol, double rtol,
-                                 uint32_t trials, const std::string& policy) {
-  if (!policy.empty() && policy != "strict" && policy != "runtime") {
-    std::string shown = policy.substr(0, 64);
-    if (FirstInvalidUtf8(shown)) shown = "(not UTF-8)";
-    return absl::InvalidArgumentError(
-        absl::StrCat("options.policy must be strict or runtime, not '", shown, "'"));
+                                 uint32_t trials, const std::string& policy,
+                                 const std::string& speedup_clock) {
+  if (absl::Status s = EmptyOrOneOf("policy", policy, "strict", "runtime"); !s.ok()) return s;
+  if (absl::Status s = EmptyOrOneOf("speedup_clock", speedup_clock, "device", "call"); !s.ok()) {
+    return s;
   }
   if (!precision.empty() && precision != "fp32" && precision != "fp16" && precision != "bf16") {
     return absl::InvalidArgumentError(

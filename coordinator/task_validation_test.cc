@@ -51,6 +51,15 @@ TEST(TaskValidationTest, RejectsAbsurdOptions) {
   EXPECT_TRUE(ValidateTaskOptions("", 0, 0, 0, "runtime").ok());
   EXPECT_EQ(ValidateTaskOptions("", 0, 0, 0, "lenient").message(),
             "options.policy must be strict or runtime, not 'lenient'");
+  for (const char* clock : {"", "device", "call"}) {
+    EXPECT_TRUE(ValidateTaskOptions("", 0, 0, 0, "", clock).ok()) << clock;
+  }
+  EXPECT_EQ(ValidateTaskOptions("", 0, 0, 0, "strict", "wall"),
+            absl::InvalidArgumentError("options.speedup_clock must be device or call, not 'wall'"));
+  EXPECT_EQ(ValidateTaskOptions("", 0, 0, 0, "", "Device").message(),
+            "options.speedup_clock must be device or call, not 'Device'");
+  EXPECT_EQ(ValidateTaskOptions("", 0, 0, 0, "", "\xff").message(),
+            "options.speedup_clock must be device or call, not '(not UTF-8)'");
   EXPECT_EQ(ValidateTaskOptions("fp64", 0, 0, 0).message(),
             "options.precision must be fp32, fp16 or bf16, not 'fp64'");
 }

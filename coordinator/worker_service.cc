@@ -17,7 +17,8 @@
 namespace kforge {
 namespace {
 
-// The task's stored options (precision, tolerances, trials) become engine settings.
+// The task's stored options (precision, tolerances, trials, policy, speedup clock) become
+// engine settings.
 void ApplyTaskOptions(const std::string& options_json, v1::EvalRequest* req) {
   v1::TaskOptions opts;
   google::protobuf::util::JsonParseOptions parse;
@@ -30,6 +31,7 @@ void ApplyTaskOptions(const std::string& options_json, v1::EvalRequest* req) {
   req->set_rtol(opts.rtol() > 0 ? opts.rtol() : (low ? 1e-2 : 0));
   req->set_correctness_trials(opts.correctness_trials());
   req->set_policy(opts.policy());
+  req->set_speedup_clock(opts.speedup_clock());
 }
 
 }  // namespace

@@ -81,6 +81,9 @@ SELECT t.name AS task, e.ran_on_gpu_type AS gpu, j.state AS job,
        round((array_agg(e.cand_median_ms ORDER BY e.speedup DESC NULLS LAST))[1]::numeric, 4)
          AS best_ms,
        round(max(e.speedup)::numeric, 3) AS speedup,
+       (array_agg(e.speedup_clock ORDER BY e.speedup DESC NULLS LAST))[1] AS clock,
+       round(max(e.speedup_device)::numeric, 3) AS best_device,
+       round(max(e.speedup_call)::numeric, 3) AS best_call,
        count(*) AS candidates_evaluated,
        count(*) FILTER (WHERE e.verdict = 'ok') AS correct
 FROM jobs j JOIN tasks t USING (task_id) JOIN evaluations e ON e.job_id = j.job_id

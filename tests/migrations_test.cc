@@ -13,6 +13,7 @@
 namespace kforge {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsSupersetOf;
 
@@ -84,7 +85,15 @@ TEST(MigrationsTest, CreatesEveryTableAndView) {
   EXPECT_THAT(Names(*conn,
                     "SELECT table_name FROM information_schema.views "
                     "WHERE table_schema = 'public'"),
-              IsSupersetOf({"best_per_task_gpu", "leaderboard", "job_trajectory"}));
+              IsSupersetOf({"best_per_task_gpu", "leaderboard", "job_trajectory",
+                            "best_per_task_gpu_clock", "leaderboard_by_clock"}));
+  EXPECT_THAT(Names(*conn,
+                    "SELECT column_name FROM information_schema.columns "
+                    "WHERE table_name = 'evaluations'"),
+              IsSupersetOf({"speedup", "ref_median_ms", "cand_median_ms", "speedup_device",
+                            "speedup_call", "speedup_clock", "reference_device_ms",
+                            "candidate_device_ms", "reference_call_ms", "candidate_call_ms",
+                            "speedup_ci_low", "speedup_ci_high", "native_code", "timing_capped"}));
 
   auto version = SchemaVersion(*conn);
   ASSERT_TRUE(version.ok()) << version.status();
@@ -97,11 +106,51 @@ TEST(MigrationsTest, ViewsAnswerOnAnEmptySchema) {
   auto conn = ConnectToNewDatabase("views_answer");
   ASSERT_NE(conn, nullptr);
   ASSERT_TRUE(ApplyMigrations(*conn, EmbeddedMigrations()).ok());
-  for (const char* view : {"best_per_task_gpu", "leaderboard", "job_trajectory"}) {
+  for (const char* view : {"best_per_task_gpu", "leaderboard", "job_trajectory",
+                           "best_per_task_gpu_clock", "leaderboard_by_clock"}) {
     auto rows = conn->Exec(absl::StrCat("SELECT * FROM ", view));
     ASSERT_TRUE(rows.ok()) << view << ": " << rows.status();
     EXPECT_EQ(rows->rows(), 0) << view;
   }
+}
+
+// Three ok results of one task on one GPU type: `speedup` by the device clock (a, b) or the
+// call clock (c, whose device clock was not trusted). The views rank by `speedup` as they did
+// before the two clocks, and per clock by that clock's speedup.
+TEST(MigrationsTest, ViewsRankByTheStoredSpeedupAndPerClock) {
+  auto conn = ConnectToNewDatabase("views_per_clock");
+  ASSERT_NE(conn, nullptr);
+  ASSERT_TRUE(ApplyMigrations(*conn, EmbeddedMigrations()).ok());
+  absl::Status inserted = conn->ExecScript(R"sql(
+    INSERT INTO tasks (task_id, name, source) VALUES ('t', 'relu', '');
+    INSERT INTO candidates (candidate_id, source, dialect)
+      VALUES ('a', '', 'nvrtc'), ('b', '', 'nvrtc'), ('c', '', 'nvrtc');
+    INSERT INTO evaluations (candidate_id, task_id, gpu_type, ran_on_gpu_type, state, verdict,
+                             speedup, speedup_clock, speedup_device, speedup_call,
+                             reference_device_ms, candidate_device_ms, reference_call_ms,
+                             candidate_call_ms, native_code, timing_capped)
+      VALUES ('a', 't', 'H200', 'H200', 'done', 'ok', 2.0, 'device', 2.0, 1.2,
+              1, 0.5, 1.2, 1, false, false),
+             ('b', 't', 'H200', 'H200', 'done', 'ok', 1.5, 'device', 1.5, 1.4,
+              1, 0.66, 1.4, 1, false, true),
+             ('c', 't', 'H200', 'H200', 'done', 'ok', 1.8, 'call', NULL, 1.8,
+              1, NULL, 1.8, 1, true, false))sql");
+  ASSERT_TRUE(inserted.ok()) << inserted;
+  EXPECT_THAT(Names(*conn,
+                    "SELECT candidate_id || '/' || speedup || '/' || speedup_clock || '/' || "
+                    "  speedup_call FROM best_per_task_gpu"),
+              ElementsAre("a/2/device/1.2"));
+  EXPECT_THAT(Names(*conn,
+                    "SELECT clock || '/' || candidate_id || '/' || speedup || '/' || "
+                    "  reference_ms || '/' || native_code::text FROM best_per_task_gpu_clock"),
+              ElementsAre("call/c/1.8/1.8/true", "device/a/2/1/false"));
+  EXPECT_THAT(Names(*conn,
+                    "SELECT gpu_type || '/' || clock || '/' || tasks_solved || '/' || "
+                    "  mean_speedup FROM leaderboard_by_clock"),
+              ElementsAre("H200/call/1/1.8", "H200/device/1/2"));
+  auto wrong = conn->Exec("UPDATE evaluations SET speedup_clock = 'wall' WHERE candidate_id = 'a'");
+  EXPECT_EQ(wrong.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(wrong.status().message()), HasSubstr("speedup_clock_check"));
 }
 
 TEST(MigrationsTest, SecondRunAppliesNothingAndChangesNothing) {

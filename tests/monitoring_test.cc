@@ -315,7 +315,7 @@ TEST(MonitoringTest, PrometheusScrapesEveryServiceAndEveryDashboardQueryRuns) {
     }
   }
   EXPECT_GE(prom_queries, 20);
-  EXPECT_GE(sql_queries, 8);
+  EXPECT_GE(sql_queries, 11);
 
   // The speedup dashboard's leaderboard shows the job's GPU type.
   auto board = cluster.TryQuery(
@@ -323,6 +323,13 @@ TEST(MonitoringTest, PrometheusScrapesEveryServiceAndEveryDashboardQueryRuns) {
   ASSERT_TRUE(board.ok()) << board.status();
   ASSERT_EQ(board->rows(), 1);
   EXPECT_EQ(board->Get(0, 0), "cpu");
+  // Its leaderboard per clock too: CPU mode times by the call clock only.
+  auto by_clock = cluster.TryQuery(
+      Sql("SELECT gpu_type || '/' || clock FROM leaderboard_by_clock WHERE gpu_type IN ($gpu_type)",
+          "'cpu'"));
+  ASSERT_TRUE(by_clock.ok()) << by_clock.status();
+  ASSERT_EQ(by_clock->rows(), 1);
+  EXPECT_EQ(by_clock->Get(0, 0), "cpu/call");
 
   // The chart's autoscalers read metrics the coordinator exports, and the default pool's KEDA
   // query (GPU type H100, no worker here) reads the two evaluations queued for H100.

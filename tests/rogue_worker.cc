@@ -1,6 +1,7 @@
 #include "tests/rogue_worker.h"
 
 #include <chrono>
+#include <utility>
 
 #include "common/channel.h"
 #include "gtest/gtest.h"
@@ -38,23 +39,33 @@ bool RogueWorker::Connect() {
 }
 
 std::string RogueWorker::TakeLease() {
-  if (!pending_lease_.empty()) return std::exchange(pending_lease_, "");
+  if (pending_) {
+    leased_ = *std::exchange(pending_, std::nullopt);
+    return leased_.lease_id();
+  }
   v1::CoordinatorMessage m;
   while (stream_->Read(&m)) {
-    if (m.has_lease()) return m.lease().lease_id();
+    if (m.has_lease()) {
+      leased_ = m.lease();
+      return leased_.lease_id();
+    }
   }
   return "";
 }
 
-std::string RogueWorker::SendAndReadRefusal(const std::string& lease_id,
-                                            const v1::EvalResult& result) {
+bool RogueWorker::Send(const std::string& lease_id, const v1::EvalResult& result) {
   v1::WorkerMessage msg;
   msg.mutable_result()->set_lease_id(lease_id);
   *msg.mutable_result()->mutable_result() = result;
-  if (!stream_->Write(msg)) return "";
+  return stream_->Write(msg);
+}
+
+std::string RogueWorker::SendAndReadRefusal(const std::string& lease_id,
+                                            const v1::EvalResult& result) {
+  if (!Send(lease_id, result)) return "";
   v1::CoordinatorMessage m;
   while (stream_->Read(&m)) {
-    if (m.has_lease()) pending_lease_ = m.lease().lease_id();
+    if (m.has_lease()) pending_ = m.lease();
     if (m.has_result_refused()) {
       EXPECT_EQ(m.result_refused().lease_id(), lease_id);
       return m.result_refused().reason();

@@ -7,6 +7,7 @@
 #define KFORGE_TESTS_ROGUE_WORKER_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "grpcpp/grpcpp.h"
@@ -28,6 +29,10 @@ class RogueWorker {
   // The next lease's id: one that arrived meanwhile, else the next to come; "" when the stream
   // ended first.
   std::string TakeLease();
+  // The evaluation TakeLease handed out last (what a real worker would run).
+  const v1::EvalRequest& leased_request() const { return leased_.request(); }
+  // Sends `result` for `lease_id` and reads nothing.
+  bool Send(const std::string& lease_id, const v1::EvalResult& result);
   // Sends `result` for `lease_id`; the reason the coordinator refused it with ("" when the
   // stream ended first). Leases that arrive meanwhile are kept for TakeLease.
   std::string SendAndReadRefusal(const std::string& lease_id, const v1::EvalResult& result);
@@ -43,7 +48,8 @@ class RogueWorker {
   std::string worker_id_;
   grpc::ClientContext stream_ctx_;
   std::unique_ptr<grpc::ClientReaderWriter<v1::WorkerMessage, v1::CoordinatorMessage>> stream_;
-  std::string pending_lease_;
+  std::optional<v1::Lease> pending_;  // arrived while waiting for a refusal
+  v1::Lease leased_;
 };
 
 }  // namespace kforge

@@ -58,6 +58,10 @@ class Timing:
     std_ms: float
     n: int
     event_fallbacks: int = 0  # activity clock: samples timed by their CUDA events instead
+    # The 95% confidence interval of the median (order statistics); 0, 0 when not given.
+    median_ci_low_ms: float = 0.0
+    median_ci_high_ms: float = 0.0
+    capped: bool = False  # sampling ended at the sample or time cap, not by the stop rule
 
 
 @dataclass(frozen=True)
@@ -96,6 +100,14 @@ class Evaluation:
 
     `speedup` is reference median / candidate median and is set only for verdict "ok";
     `reason` says why in words, `rule` names the anti-reward-hacking rule for "rejected".
+
+    Two clocks (docs/evaluation.md, "Two clocks"): `speedup_clock` names the one `speedup`,
+    `reference` and `candidate` are ("device" or "call"); `speedup_device` and `speedup_call`
+    are each clock's speedup (None unless ok; `speedup_device` also None where the device clock
+    was not trusted, `device_clock_note` says why), with each clock's timings beside them.
+    `speedup_ci_low`/`speedup_ci_high` bound `speedup` (95%, None when not given).
+    `native_code`: the candidate's process reached native code (`native_code_detail` names
+    the first such event), so what it reports about itself is a claim.
     """
     evaluation_id: str
     candidate_id: str
@@ -121,6 +133,18 @@ class Evaluation:
     output_log: str = ""
     timing_preroll_ms: float = 0.0  # the pre-roll used (0.2 by default with the activity clock)
     timing_clock: str = ""  # "activity" (GPU span, CUPTI), "events" or "host" (CPU mode)
+    speedup_clock: str = ""  # the clock of `speedup`: "device" or "call"
+    speedup_device: Optional[float] = None
+    speedup_call: Optional[float] = None
+    reference_device: Optional[Timing] = None
+    candidate_device: Optional[Timing] = None
+    reference_call: Optional[Timing] = None
+    candidate_call: Optional[Timing] = None
+    device_clock_note: str = ""
+    speedup_ci_low: Optional[float] = None
+    speedup_ci_high: Optional[float] = None
+    native_code: bool = False
+    native_code_detail: str = ""
 
     @property
     def ok(self) -> bool:
@@ -131,21 +155,35 @@ class Evaluation:
         r = rec.result
         from kforge.v1 import eval_pb2
 
+        def optional(field):
+            return getattr(r, field) if r.HasField(field) else None
+
+        def nested(record_type, field):
+            return _copy_fields(record_type, getattr(r, field)) if r.HasField(field) else None
+
+        interval = r.speedup_ci_low != 0 or r.speedup_ci_high != 0
         return cls(
             evaluation_id=rec.evaluation_id, candidate_id=rec.candidate_id,
             task_id=rec.task_id, gpu_type=rec.gpu_type,
             verdict=enum_name(eval_pb2.Verdict, r.verdict), reason=r.reason,
-            speedup=r.speedup if r.HasField("speedup") else None,
-            reference=_copy_fields(Timing, r.reference) if r.HasField("reference") else None,
-            candidate=_copy_fields(Timing, r.candidate) if r.HasField("candidate") else None,
-            correctness=(_copy_fields(Correctness, r.correctness)
-                         if r.HasField("correctness") else None),
-            system=_copy_fields(SystemInfo, r.system) if r.HasField("system") else None,
+            speedup=optional("speedup"),
+            reference=nested(Timing, "reference"), candidate=nested(Timing, "candidate"),
+            correctness=nested(Correctness, "correctness"), system=nested(SystemInfo, "system"),
             rule=r.rule, stage=r.stage, dialect=enum_name(eval_pb2.Dialect, r.dialect),
             device=r.device, worker_id=rec.worker_id, client_ref=rec.client_ref,
             batch_id=rec.batch_id, attempts=rec.attempts, finished_at=rec.finished_at,
             compiler_log=r.compiler_log, output_log=r.output_log,
-            timing_preroll_ms=r.timing_preroll_ms, timing_clock=r.timing_clock)
+            timing_preroll_ms=r.timing_preroll_ms, timing_clock=r.timing_clock,
+            speedup_clock=r.speedup_clock, speedup_device=optional("speedup_device"),
+            speedup_call=optional("speedup_call"),
+            reference_device=nested(Timing, "reference_device"),
+            candidate_device=nested(Timing, "candidate_device"),
+            reference_call=nested(Timing, "reference_call"),
+            candidate_call=nested(Timing, "candidate_call"),
+            device_clock_note=r.device_clock_note,
+            speedup_ci_low=r.speedup_ci_low if interval else None,
+            speedup_ci_high=r.speedup_ci_high if interval else None,
+            native_code=r.native_code, native_code_detail=r.native_code_detail)
 
 
 @dataclass(frozen=True)

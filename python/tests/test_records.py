@@ -34,6 +34,27 @@ def ok_record() -> jobs_pb2.EvaluationRecord:
     return rec
 
 
+def two_clock_record() -> jobs_pb2.EvaluationRecord:
+    """An ok result of a task timed by the call clock whose candidate reached native code: no
+    device-clock speedup for it."""
+    rec = ok_record()
+    r = rec.result
+    r.speedup = 1.6
+    r.speedup_clock = "call"
+    r.speedup_call = 1.6
+    r.reference_call.median_ms, r.reference_call.n = 2.4, 20
+    r.reference_call.median_ci_low_ms, r.reference_call.median_ci_high_ms = 2.3, 2.5
+    r.candidate_call.median_ms, r.candidate_call.n, r.candidate_call.capped = 1.5, 20, True
+    r.reference_device.median_ms, r.reference_device.n = 2.0, 20
+    r.reference.CopyFrom(r.reference_call)
+    r.candidate.CopyFrom(r.candidate_call)
+    r.device_clock_note = "the candidate process reached native code"
+    r.native_code = True
+    r.native_code_detail = "ctypes.CDLL"
+    r.speedup_ci_low, r.speedup_ci_high = 1.5, 1.7
+    return rec
+
+
 def failed_record() -> jobs_pb2.EvaluationRecord:
     rec = jobs_pb2.EvaluationRecord(evaluation_id="8", gpu_type="H100", client_ref="1")
     rec.result.verdict = eval_pb2.VERDICT_COMPILE_ERROR
@@ -62,6 +83,35 @@ def test_an_ok_evaluation_keeps_speedup_timings_and_system():
     assert e.correctness.trials_passed == 5
     assert e.system.gpu_name == "NVIDIA H100"
     assert (e.dialect, e.client_ref, e.attempts) == ("nvrtc", "0", 1)
+
+
+def test_an_evaluation_carries_both_clocks_and_the_native_code_taint():
+    e = kforge.Evaluation.from_proto(two_clock_record())
+    assert (e.speedup, e.speedup_clock, e.speedup_call, e.speedup_device) == (1.6, "call", 1.6,
+                                                                              None)
+    assert e.reference_call.median_ms == 2.4 and e.reference == e.reference_call
+    assert (e.reference_call.median_ci_low_ms, e.reference_call.median_ci_high_ms) == (2.3, 2.5)
+    assert e.candidate_call.capped and not e.reference_call.capped
+    assert e.reference_device.median_ms == 2.0 and e.candidate_device is None
+    assert e.device_clock_note == "the candidate process reached native code"
+    assert (e.native_code, e.native_code_detail) == (True, "ctypes.CDLL")
+    assert (e.speedup_ci_low, e.speedup_ci_high) == (1.5, 1.7)
+    # Without the two clocks (a result from before them): nothing of them is made up.
+    old = kforge.Evaluation.from_proto(ok_record())
+    assert (old.speedup_clock, old.speedup_device, old.speedup_call) == ("", None, None)
+    assert old.reference_call is None and old.speedup_ci_low is None and not old.native_code
+
+
+def test_rows_carry_both_clocks_as_columns():
+    row = kforge.record_to_row(kforge.Evaluation.from_proto(two_clock_record()))
+    assert (row["speedup_clock"], row["speedup_call"], row["speedup_device"]) == ("call", 1.6,
+                                                                                  None)
+    assert row["reference_call_median_ms"] == 2.4 and row["candidate_call_capped"] is True
+    assert row["reference_device_median_ms"] == 2.0 and row["candidate_device_median_ms"] is None
+    assert row["native_code"] is True and row["speedup_ci_high"] == 1.7
+    failed = kforge.record_to_row(kforge.Evaluation.from_proto(failed_record()))
+    assert list(row) == list(failed)
+    assert failed["speedup_call"] is None and failed["reference_call_median_ms"] is None
 
 
 def test_a_failed_evaluation_has_no_speedup_and_no_timings():
