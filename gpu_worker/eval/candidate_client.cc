@@ -140,6 +140,27 @@ bool CandidateClient::Loaded(judge::Loaded* loaded, std::string* error) {
   return true;
 }
 
+bool CandidateClient::AwaitCalibration(std::string* error) {
+  judge::FromCandidate in;
+  if (!Receive(&in, error)) return false;
+  if (in.kind_case() != judge::FromCandidate::kCalibrating) {
+    *error = "the candidate process did not get ready for calibration";
+    return false;
+  }
+  return true;
+}
+
+bool CandidateClient::EndCalibration(std::string* error) {
+  judge::ToCandidate out;
+  out.set_end_calibration(true);
+  std::string e;
+  if (!channel_.Send(out, &e)) {
+    *error = Describe(e);
+    return false;
+  }
+  return true;
+}
+
 bool CandidateClient::SlotFor(const std::pair<int, int>& key, uint64_t bytes, uint32_t* slot,
                               std::string* error) {
   auto it = slots_.find(key);
@@ -233,13 +254,14 @@ bool CandidateClient::PoisonOutputs(const std::vector<at::Tensor>& ref_outputs,
 
 bool CandidateClient::Call(uint32_t iteration, int group, const std::vector<uint64_t>& ref_aliases,
                            bool timed, uint32_t keep, double device_preroll_ms,
-                           judge::Called* called, std::string* error) {
+                           judge::Called* called, std::string* error, bool null_call) {
   judge::ToCandidate out;
   judge::Call* call = out.mutable_call();
   call->set_iteration(iteration);
   call->set_timed(timed);
   call->set_keep_outputs(keep);
   call->set_device_preroll_ms(device_preroll_ms);
+  call->set_null_call(null_call);
   for (const judge::Arg& a : prepared_.at(group)) *call->add_args() = a;
   for (const judge::TensorView& d : output_descs_) *call->add_outputs() = d;
   for (uint64_t bits : ref_aliases) call->add_ref_aliases(bits);

@@ -38,6 +38,11 @@ class CandidateClient {
   bool SendLoad(const v1::judge::Load& load, std::string* error);
   bool Loaded(v1::judge::Loaded* loaded, std::string* error);
 
+  // Load.calibrate: waits until the candidate process is ready for null calls, and tells it
+  // when they are over.
+  bool AwaitCalibration(std::string* error);
+  bool EndCalibration(std::string* error);
+
   // From here on slots are device memory of `device` (or CPU memory).
   void UseDevice(bool cuda, int device);
 
@@ -55,7 +60,7 @@ class CandidateClient {
   // `device_preroll_ms` > 0: a device-clock sample (judge.proto, Call.device_preroll_ms).
   bool Call(uint32_t iteration, int group, const std::vector<uint64_t>& ref_aliases, bool timed,
             uint32_t keep, double device_preroll_ms, v1::judge::Called* called,
-            std::string* error);
+            std::string* error, bool null_call = false);
   // The candidate's copies of the inputs of `group` (views of its slots).
   const std::vector<at::Tensor>& inputs(int group) const { return input_views_.at(group); }
   // Views of the output slots (the candidate's outputs after a Call).

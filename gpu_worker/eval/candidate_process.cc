@@ -57,38 +57,70 @@ class CandidateProcess {
       std::vector<int> fds;
       std::string error;
       if (!channel_.Receive(&in, &fds, &error)) Exit();  // the judge is done (or gone)
-      judge::FromCandidate out;
-      try {
-        switch (in.kind_case()) {
-          case judge::ToCandidate::kLoad:
-            *out.mutable_loaded() = Load(in.load());
-            break;
-          case judge::ToCandidate::kSlot:
-            if (!slots_) {
-              out.set_failed("a slot before Load");
-            } else if (slots_->Map(in.slot(), fds.empty() ? -1 : fds[0], &error)) {
-              out.set_slot_mapped(true);
-            } else {
-              out.set_failed(error);
-            }
-            break;
-          case judge::ToCandidate::kCall:
-            *out.mutable_called() = Call(in.call());
-            break;
-          default:
-            out.set_failed("an empty message");
-        }
-      } catch (const py::error_already_set& e) {
-        out.set_failed(Bounded(DescribePythonError(e)));
-      } catch (const std::exception& e) {
-        out.set_failed(Bounded(e.what()));
-      }
-      Flush();
-      if (!channel_.Send(out, &error)) Exit();
+      Reply(Handle(in, fds));
     }
   }
 
  private:
+  judge::FromCandidate Handle(const judge::ToCandidate& in, const std::vector<int>& fds) {
+    judge::FromCandidate out;
+    std::string error;
+    try {
+      switch (in.kind_case()) {
+        case judge::ToCandidate::kLoad:
+          *out.mutable_loaded() = Load(in.load());
+          break;
+        case judge::ToCandidate::kSlot:
+          if (!slots_) {
+            out.set_failed("a slot before Load");
+          } else if (slots_->Map(in.slot(), fds.empty() ? -1 : fds[0], &error)) {
+            out.set_slot_mapped(true);
+          } else {
+            out.set_failed(error);
+          }
+          break;
+        case judge::ToCandidate::kCall:
+          if (in.call().null_call() != calibrating_) {
+            out.set_failed(calibrating_ ? "a call while calibrating" : "a null call after calibration");
+          } else {
+            *out.mutable_called() = Call(in.call());
+          }
+          break;
+        default:
+          out.set_failed("an unexpected message");
+      }
+    } catch (const py::error_already_set& e) {
+      out.set_failed(Bounded(DescribePythonError(e)));
+    } catch (const std::exception& e) {
+      out.set_failed(Bounded(e.what()));
+    }
+    return out;
+  }
+
+  void Reply(const judge::FromCandidate& out) {
+    std::string error;
+    Flush();
+    if (!channel_.Send(out, &error)) Exit();
+  }
+
+  // Load.calibrate: null calls, timed by the judge, answered the way every call is (Call and
+  // Reply) before any task or candidate code has run in this process.
+  void ServeCalibration() {
+    calibrating_ = true;
+    judge::FromCandidate ready;
+    ready.set_calibrating(true);
+    Reply(ready);
+    for (;;) {
+      judge::ToCandidate in;
+      std::vector<int> fds;
+      std::string error;
+      if (!channel_.Receive(&in, &fds, &error)) Exit();
+      if (in.kind_case() == judge::ToCandidate::kEndCalibration) break;
+      Reply(Handle(in, fds));
+    }
+    calibrating_ = false;
+  }
+
   [[noreturn]] void Exit() {
     Flush();
     _exit(0);  // no destructors: a CUDA context the candidate broke may hang in teardown
@@ -140,6 +172,7 @@ class CandidateProcess {
     dialect_ = req.dialect();
     strict_ = req.strict();
     ConfigureNvrtc({arch, target_.cuda, target_.index, req.nvrtc_dir()});
+    if (req.calibrate()) ServeCalibration();
     if (!req.torch_extensions_dir().empty()) {
       py::module_::import("os").attr("environ")["TORCH_EXTENSIONS_DIR"] =
           req.torch_extensions_dir();
@@ -291,6 +324,10 @@ class CandidateProcess {
   // Runs forward; its outputs in `outputs` (a Python dialect's subclass flag in `subclass`).
   std::string Forward(const py::list& args, const std::vector<at::Tensor>& tensors,
                       std::vector<at::Tensor>* outputs, bool* subclass, bool* no_gpu) {
+    if (calibrating_) {  // a null call: one zero, as a forward would make it
+      *outputs = {at::zeros({1}, at::TensorOptions().dtype(at::kFloat).device(target_.device()))};
+      return "";
+    }
     if (cpp_) {
       CppCallStatus s = cpp_->Forward(tensors, outputs);
       *no_gpu = s.no_gpu;
@@ -316,7 +353,7 @@ class CandidateProcess {
 
   judge::Called Call(const judge::Call& call) {
     judge::Called out;
-    if (!model_ && !cpp_) {
+    if (!model_ && !cpp_ && !calibrating_) {
       out.set_error("the candidate is not loaded");
       return out;
     }
@@ -473,6 +510,7 @@ class CandidateProcess {
   Target target_;
   v1::Dialect dialect_ = v1::DIALECT_UNSPECIFIED;
   bool loaded_ = false, strict_ = true;
+  bool calibrating_ = false;  // serving the judge's null calls (no candidate code has run)
   std::string switches_;
   std::unique_ptr<SlotMap> slots_;
   py::object candidate_, model_;
