@@ -142,8 +142,9 @@ def test_cpu_mode_report(tmp_path):
         assert r["method"] == "host"
         assert math.isfinite(r["bare_speedup"]) and r["bare_speedup"] > 0
         assert r["reference_ms"] > 0 and r["candidate_ms"] > 0
-        assert r["compared_to"] == "speedup_call"
-        assert math.isfinite(r["rel_diff"])
+        assert r["compared_to"] == "speedup_call"  # CPU mode: the host timer's clock
+        assert r["bare_call_speedup"] == r["bare_speedup"] and r["device_rel_diff"] is None
+        assert math.isfinite(r["rel_diff"]) and r["rel_diff"] == r["call_rel_diff"]
         assert r["agree_2pct"] in (True, False)
         assert r["outputs_close"] is True
     assert by_name["1_7"]["kforge_speedup_call"] == 0.95
@@ -187,3 +188,31 @@ def test_input_formats(row):
     r = load_module().normalise(row, {"1_1": ("t", "c")}, 0)
     assert r["verdict"] == "ok" and r["speedup_device"] == 2.0
     assert r["task_source"] == "t" and r["candidate_source"] == "c"
+
+
+def test_gpu_comparison_logic(monkeypatch):
+    """check_row on a GPU without one: the child's answers are made up here; a failed capture
+    is measured again with events in a fresh child."""
+    mod = load_module()
+    answers = [dict(status="ok", capture_failed=True, capture_error="RuntimeError('sync')",
+                    wall_s=1.0),
+               dict(status="ok", method="events", reference_ms=2.0, candidate_ms=1.0,
+                    reference_call_ms=4.0, candidate_call_ms=2.5, wall_s=2.0)]
+    methods = []
+
+    def fake_child(args, row, method, deadline):
+        methods.append(method)
+        return dict(answers.pop(0))
+    monkeypatch.setattr(mod, "run_child", fake_child)
+    args = mod.parse_args(["--input", "x", "--out", "y"])
+    row = dict(name="k", speedup=2.03, speedup_device=2.03, speedup_call=1.5,
+               speedup_clock="device")
+    r = mod.check_row(args, row, math.inf)
+    assert methods == ["graph", "events"] and r["method"] == "events"
+    assert r["capture_error"] == "RuntimeError('sync')" and r["wall_s"] == 3.0
+    assert r["bare_speedup"] == 2.0 and r["bare_call_speedup"] == 1.6
+    assert r["compared_to"] == "speedup_device" and r["agree_2pct"] is True
+    assert abs(r["device_rel_diff"] - 0.015) < 1e-9 and abs(r["call_rel_diff"] + 0.0625) < 1e-9
+    s = mod.summary([r, dict(name="s", status="skipped")], "cuda")
+    assert s["agree_2pct_device_clock"] == 1 and s["compared_device_clock"] == 1
+    assert s["call_agree_2pct"] == 0 and s["skipped"] == 1 and s["methods"] == {"events": 1}
