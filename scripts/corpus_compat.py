@@ -30,6 +30,39 @@ stages, wall time; KB compiled, correctness, runtime, ref runtime, speedup), OUT
 and OUT/compat_table.txt (kforge verdict x KB outcome, and the disagreements), printed last;
 OUT/compat_kb_logs/NAME.log holds the first 16 KiB each KB evaluation printed.
 
+--repeats N (issue 14 points 2-4; default 1, which changes nothing above): every candidate
+kforge judged `ok` in the first pass is evaluated N-1 more times through the same fork server,
+each request a fresh evaluation process that the server forks (serve.h: own CUDA context, own
+candidate process, nothing kept between requests). The repeats are queued as rounds 1..N-1
+behind every first-pass turn (a repeat runs only when no first-pass kforge or KB turn is
+ready), in corpus order within a round, and the GPU thread takes another candidate's turn
+when the next one would follow the same candidate's kforge turn; how often it could not is
+counted. They share the budget. Each row gets `kforge_repeats` (the same kforge fields per
+repeat, unprefixed, with `round`), compat_run.json `repeats` (below) and `gpu_turns` (every
+GPU turn: kind, round, candidate, start, seconds), and compat_table.txt a `repeats` section:
+- spread: over the candidates whose N evaluations were all `ok`, per candidate max/min - 1 of
+  `speedup`, `speedup_device` and `speedup_call` over its N runs; median, p90 (nearest rank),
+  max, count, and how many stayed within 1%;
+- outside the first run's CI: the fraction of repeats whose speedup on a clock falls outside
+  the first run's 95% interval for that clock: `speedup_ci_low/high` where the first run's
+  `speedup_clock` is that clock, else the reference median's interval over the candidate's
+  (`median_ci_low_ms/high_ms` of the clock's pair: [ref_low/cand_high, ref_high/cand_low]);
+- capped: the fraction of `ok` evaluations (first passes and repeats) whose TimingStats said
+  `capped` on either program (any of the four clock pairs);
+- ok wall: median and p90 of the client's wall time of a request that ended `ok`;
+- evaluations per GPU-hour, all verdicts: kforge GPU turns over the seconds of those turns
+  (the first turn includes the fork server's start); the same with the evaluations decided by
+  the build ahead on the CPUs (no GPU turn) added; and all of them over the whole run's wall
+  time (which also holds KB's turns);
+- GPU busy: the sum over `ok` evaluations of (reference_device + candidate_device median x n)
+  over the kforge GPU-turn seconds. A lower bound: it counts only the timed samples' device
+  spans (median x n, not their sum), not warm-ups, correctness trials, the L2 flushes or the
+  pre-roll, and nothing of evaluations that did not end `ok`;
+- kforge / KB: for the same candidates with KB correct, per clock the median of kforge's N
+  speedups over KB's speedup; median and range.
+The result fields (EvalResult 22-33, TimingStats 16-18) are read under their proto names, as
+kforge-eval's JSON answer writes them, or their lowerCamelCase JSON names.
+
   corpus_compat.py --eval build-gpu/gpu_worker/eval/kforge-eval --out DIR      # GPU machine
   corpus_compat.py --eval build/gpu_worker/eval/kforge-eval --out DIR --device cpu --limit 3
 --device cpu (a smoke test without a GPU) runs the kforge half only. Standard library only;
@@ -42,11 +75,13 @@ import copy
 import hashlib
 import importlib.util
 import json
+import math
 import os
 import queue
 import select
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import threading
@@ -106,11 +141,15 @@ class Run:
                                      cudal1_score_a100=c["cudal1_score"]) for c in cands}
         self.lock = threading.Lock()
         self.builds_running = 0
-        self.gpu = queue.PriorityQueue()  # (corpus index, kind, seq, name, job): runnable now
+        # (round, corpus index, kind, seq, name, job): runnable now; round 0 is the first pass,
+        # rounds 1..N-1 the --repeats, so a repeat runs only when no first-pass turn is ready.
+        self.gpu = queue.PriorityQueue()
         self.seq = 0
         self.turns_left = len(cands) * (1 if args.skip_kb else 2)  # GPU turns still to come
         self.stopping = threading.Event()
         self.procs = set()  # every child process alive, killed at the end
+        self.turn_log = []  # per GPU turn: kind, round, name, at_s, turn_s (for --repeats)
+        self.back_to_back = 0  # repeats that followed the same candidate's kforge turn
 
     def left(self):
         return self.deadline - time.time()
@@ -123,10 +162,15 @@ class Run:
         with self.lock:
             self.builds_running += delta
 
-    def enqueue(self, name, kind, job):
+    def enqueue(self, name, kind, job, round_=0):
         with self.lock:
             self.seq += 1
-            self.gpu.put((self.order[name], kind, self.seq, name, job))
+            self.gpu.put((round_, self.order[name], kind, self.seq, name, job))
+
+    def more_turns(self, n):
+        """n more GPU turns to come (the repeats of a candidate judged ok)."""
+        with self.lock:
+            self.turns_left += n
 
     def turn_done(self):
         """A GPU turn ran, or will never be needed (decided without the GPU)."""
@@ -240,7 +284,41 @@ def kforge_fields(r, wall_s):
                temperature_c=system.get("temperature_c"), gpu=system.get("gpu_name"))
     if isinstance(r.get("timing"), dict):  # the two clocks (call, device), where reported
         out["timing"] = r["timing"]
+    out.update(two_clocks(r))
     return {"kforge_" + k: v for k, v in out.items()}
+
+
+def camel(key):
+    """The proto JSON mapping's lowerCamelCase name of a snake_case field."""
+    head, *rest = key.split("_")
+    return head + "".join(w[:1].upper() + w[1:] for w in rest)
+
+
+def pick(d, key):
+    """d[key] under the proto field name (what kforge-eval --answer json writes today:
+    preserve_proto_field_names) or its lowerCamelCase JSON name; None when absent."""
+    if not isinstance(d, dict):
+        return None
+    return d[key] if key in d else d.get(camel(key))
+
+
+TWO_CLOCK_SCALARS = ("speedup_device", "speedup_call", "speedup_clock", "speedup_ci_low",
+                     "speedup_ci_high", "device_clock_note", "native_code", "native_code_detail")
+TWO_CLOCK_PAIRS = ("reference_device", "candidate_device", "reference_call", "candidate_call")
+PAIR_KEYS = ("median_ms", "mean_ms", "min_ms", "std_ms", "n", "median_ci_low_ms",
+             "median_ci_high_ms", "capped", "event_fallbacks")
+
+
+def two_clocks(r):
+    """EvalResult fields 22-33 (both clocks, speedup per clock, its CI, the native-code taint)
+    and TimingStats' CI and `capped`, under their proto names; only those the engine reported,
+    so rows of an engine without them are as before."""
+    out = {k: pick(r, k) for k in TWO_CLOCK_SCALARS if pick(r, k) is not None}
+    for pair in TWO_CLOCK_PAIRS:
+        s = pick(r, pair)
+        if isinstance(s, dict):
+            out[pair] = {k: pick(s, k) for k in PAIR_KEYS if pick(s, k) is not None}
+    return out
 
 
 def kforge_builder(run, todo):
@@ -270,12 +348,36 @@ def kforge_builder(run, todo):
     server.proc.stdin.close()
 
 
-def kforge_job(run, state, c):
-    """A GPU turn: the timed kforge evaluation, through the GPU thread's one server."""
+def kforge_timed(run, state, c):
+    """The timed kforge evaluation, through the GPU thread's one server: every request is a
+    fresh evaluation process forked by the server (serve.h), with its own CUDA context and
+    candidate process; the server keeps no timing or outputs between requests."""
     if state.get("server") is None or state["server"].proc.poll() is not None:
         state["server"] = start_server(run, build_ahead=False)
-    r, wall = kforge_request(run, state["server"], c, device=run.args.device)
+    return kforge_request(run, state["server"], c, device=run.args.device)
+
+
+def kforge_job(run, state, c):
+    """A GPU turn: the first pass's timed evaluation; with --repeats N a candidate judged ok
+    gets N-1 more turns, queued behind every first-pass turn (rounds 1..N-1)."""
+    r, wall = kforge_timed(run, state, c)
     run.update(c["name"], **kforge_fields(r, wall))
+    if run.args.repeats > 1 and r.get("verdict") == "ok":
+        run.more_turns(run.args.repeats - 1)
+        for k in range(1, run.args.repeats):
+            run.enqueue(c["name"], 0, lambda s, c=c, k=k: kforge_repeat_job(run, s, c, k), k)
+
+
+def kforge_repeat_job(run, state, c, k):
+    """A GPU turn: repeat k of a candidate judged ok, kept in the row's kforge_repeats."""
+    r, wall = kforge_timed(run, state, c)
+    rec = {key[len("kforge_"):]: v for key, v in kforge_fields(r, wall).items()}
+    rec.update(round=k, gpu_turn_at_s=state.get("turn_at_s"),
+               builds_running=state.get("builds_running"))
+    with run.lock:
+        reps = run.rows[c["name"]].setdefault("kforge_repeats", [])
+        reps.append(rec)
+        reps.sort(key=lambda x: x["round"])
 
 
 # ---------------------------------------------------------------- KernelBench
@@ -529,17 +631,39 @@ def gpu_thread(run):
     """Runs the queued GPU turns one at a time, in corpus order among those ready, until none
     is left to come or the budget ends."""
     state = {}
+    last_kforge = None  # the candidate of the last kforge turn
     while run.turns_left > 0 and run.left() >= run.args.min_turn_s:
         try:
-            _, kind, _, name, job = run.gpu.get(timeout=0.5)
+            item = run.gpu.get(timeout=0.5)
         except queue.Empty:
             continue
+        if item[0] > 0 and item[4] == last_kforge:  # a repeat: not right after its candidate
+            try:
+                other = run.gpu.get_nowait()
+            except queue.Empty:
+                other = None
+            if other is not None and not (other[2] == 0 and other[4] == last_kforge):
+                run.gpu.put(item)
+                item = other
+            elif other is not None:
+                run.gpu.put(other)
+        round_, _, kind, _, name, job = item
+        if kind == 0 and round_ > 0 and name == last_kforge:
+            run.back_to_back += 1
         prefix = ("kforge_", "kb_")[kind]
         with run.lock:
             running = run.builds_running
-        run.update(name, **{prefix + "builds_running": running,
-                            prefix + "gpu_turn_at_s": round(time.time() - run.t0, 1)})
+        at_s = round(time.time() - run.t0, 1)
+        if round_ == 0:
+            run.update(name, **{prefix + "builds_running": running,
+                                prefix + "gpu_turn_at_s": at_s})
+        state.update(turn_at_s=at_s, builds_running=running)
+        t0 = time.time()
         job(state)
+        run.turn_log.append(dict(kind=("kforge", "kb")[kind], round=round_, name=name,
+                                 at_s=at_s, turn_s=round(time.time() - t0, 3)))
+        if kind == 0:
+            last_kforge = name
         run.turn_done()
     if state.get("server") is not None:
         state["server"].proc.stdin.close()
@@ -598,6 +722,185 @@ def table(run, rows, wall_s):
     return "\n".join(lines) + "\n"
 
 
+# ---------------------------------------------------------------- --repeats: the summary
+
+
+def quantile(xs, q):
+    """The median (q=0.5, the mean of the middle two for an even count) or the nearest-rank
+    q-quantile of a non-empty list."""
+    if q == 0.5:
+        return statistics.median(xs)
+    xs = sorted(xs)
+    return xs[min(len(xs), max(1, math.ceil(q * len(xs)))) - 1]
+
+
+def spread_stats(values):
+    """median, p90, max and count of a list of relative spreads; None when empty."""
+    if not values:
+        return None
+    return dict(median=quantile(values, 0.5), p90=quantile(values, 0.9), max=max(values),
+                count=len(values), within_1pct=sum(v <= 0.01 for v in values))
+
+
+def range_stats(values):
+    if not values:
+        return None
+    return dict(median=quantile(values, 0.5), min=min(values), max=max(values),
+                count=len(values))
+
+
+def evaluations(row):
+    """The kforge evaluations of a row that took a GPU turn: the first pass, then its repeats
+    (each a dict of the unprefixed kforge fields)."""
+    if "kforge_verdict" not in row or row.get("kforge_from_build_ahead"):
+        return []
+    first = {k[len("kforge_"):]: v for k, v in row.items()
+             if k.startswith("kforge_") and k != "kforge_repeats"}
+    return [first] + list(row.get("kforge_repeats") or [])
+
+
+def ci_of(ev, clock):
+    """The 95% interval of ev's speedup on `clock`: the result's own (speedup_ci_low/high)
+    where its speedup clock is that clock, otherwise the reference median's interval over the
+    candidate's (the engine's conservative ratio), from the pair's median_ci_*; None without."""
+    if ev.get("speedup_clock") == clock and (ev.get("speedup_ci_low") or 0) > 0:
+        return ev["speedup_ci_low"], ev["speedup_ci_high"]
+    ref, cand = ev.get("reference_" + clock) or {}, ev.get("candidate_" + clock) or {}
+    lo_r, hi_r = ref.get("median_ci_low_ms"), ref.get("median_ci_high_ms")
+    lo_c, hi_c = cand.get("median_ci_low_ms"), cand.get("median_ci_high_ms")
+    if all(x and x > 0 for x in (lo_r, hi_r, lo_c, hi_c)):
+        return lo_r / hi_c, hi_r / lo_c
+    return None
+
+
+def capped(ev):
+    """Whether the timing of either program was capped (None: no TimingStats said)."""
+    flags = [(ev.get(p) or {}).get("capped") for p in TWO_CLOCK_PAIRS]
+    flags = [f for f in flags if f is not None]
+    return any(flags) if flags else None
+
+
+def device_busy_ms(ev):
+    """reference + candidate device-clock median x samples: the timed device work, in ms."""
+    total = 0.0
+    for p in ("reference_device", "candidate_device"):
+        s = ev.get(p) or {}
+        if s.get("median_ms") and s.get("n"):
+            total += s["median_ms"] * s["n"]
+    return total
+
+
+def repeats_summary(args, rows, turn_log, wall_s, back_to_back):
+    """What --repeats N measured (issue 14 points 2-4); see the module's docstring."""
+    n = args.repeats
+    kf_turns = [t for t in turn_log if t["kind"] == "kforge"]
+    turn_s = sum(t["turn_s"] for t in kf_turns)
+    all_evs = [ev for r in rows for ev in evaluations(r)]
+    ok_evs = [ev for ev in all_evs if ev.get("verdict") == "ok"]
+    from_build_ahead = sum(1 for r in rows if r.get("kforge_from_build_ahead"))
+    first_ok = [r for r in rows if r.get("kforge_verdict") == "ok"
+                and not r.get("kforge_from_build_ahead")]
+
+    spreads = {c: [] for c in ("speedup", "speedup_device", "speedup_call")}
+    outside = {c: [0, 0] for c in ("call", "device")}  # [outside, repeats with a CI to test]
+    kb_ratio = {c: [] for c in ("speedup_device", "speedup_call")}
+    complete = []
+    for r in first_ok:
+        evs = evaluations(r)
+        if len(evs) < n or any(ev.get("verdict") != "ok" for ev in evs[:n]):
+            continue
+        evs = evs[:n]
+        complete.append(r["name"])
+        for c in spreads:
+            xs = [ev.get(c) for ev in evs]
+            if all(x and x > 0 for x in xs):
+                spreads[c].append(max(xs) / min(xs) - 1)
+        for clock in outside:
+            ci = ci_of(evs[0], clock)
+            if ci is None:
+                continue
+            for ev in evs[1:]:
+                x = ev.get("speedup_" + clock)
+                if x:
+                    outside[clock][1] += 1
+                    outside[clock][0] += not (ci[0] <= x <= ci[1])
+        if kb_outcome(r) == "correct" and r.get("kb_speedup"):
+            for c in kb_ratio:
+                xs = [ev.get(c) for ev in evs if ev.get(c)]
+                if len(xs) == n:
+                    kb_ratio[c].append(quantile(xs, 0.5) / r["kb_speedup"])
+    caps = [capped(ev) for ev in ok_evs]
+    caps = [c for c in caps if c is not None]
+    walls = [ev["wall_s"] for ev in ok_evs if ev.get("wall_s") is not None]
+    busy_s = sum(device_busy_ms(ev) for ev in ok_evs) / 1e3
+    planned = len(first_ok) * (n - 1)
+    ran = sum(len(r.get("kforge_repeats") or []) for r in rows)
+    return dict(
+        repeats=n, candidates_first_ok=len(first_ok), candidates_all_ok=len(complete),
+        repeats_planned=planned, repeats_run=ran, repeats_skipped_by_budget=planned - ran,
+        repeats_back_to_back=back_to_back,
+        spread={c: spread_stats(v) for c, v in spreads.items()},
+        outside_first_ci={c: dict(outside=o, repeats=t, fraction=(o / t if t else None))
+                          for c, (o, t) in outside.items()},
+        capped=dict(capped=sum(caps), evaluations=len(caps),
+                    fraction=(sum(caps) / len(caps) if caps else None)),
+        ok_wall_s=(dict(median=quantile(walls, 0.5), p90=quantile(walls, 0.9), count=len(walls))
+                   if walls else None),
+        evaluations=dict(gpu_turns=len(kf_turns), from_build_ahead=from_build_ahead,
+                         gpu_turn_s=round(turn_s, 3), run_wall_s=round(wall_s, 3)),
+        evals_per_gpu_hour_turns=(len(kf_turns) * 3600 / turn_s if turn_s else None),
+        evals_per_gpu_hour_turns_with_build_ahead=(
+            (len(kf_turns) + from_build_ahead) * 3600 / turn_s if turn_s else None),
+        evals_per_hour_run_wall=((len(kf_turns) + from_build_ahead) * 3600 / wall_s
+                                 if wall_s else None),
+        gpu_busy_lower_bound=(busy_s / turn_s if turn_s else None), gpu_busy_timed_s=busy_s,
+        kforge_over_kb={c: range_stats(v) for c, v in kb_ratio.items()},
+        candidates=complete)
+
+
+def repeats_table(s):
+    def pct(x):
+        return "-" if x is None else f"{100 * x:.1f}%"
+
+    def num(x, f="{:.2f}"):
+        return "-" if x is None else f.format(x)
+    lines = [f"== repeats: {s['repeats']} evaluations per candidate judged ok, each a fresh "
+             f"process of the fork server ==",
+             f"first pass ok: {s['candidates_first_ok']}; all {s['repeats']} ok: "
+             f"{s['candidates_all_ok']}; repeats run {s['repeats_run']}/{s['repeats_planned']} "
+             f"({s['repeats_skipped_by_budget']} skipped by the budget, "
+             f"{s['repeats_back_to_back']} right after the same candidate)"]
+    for c, st in s["spread"].items():
+        if st:
+            lines.append(f"spread (max/min-1) of {c:15s} median {pct(st['median'])} p90 "
+                         f"{pct(st['p90'])} max {pct(st['max'])} over {st['count']} "
+                         f"({st['within_1pct']} within 1%)")
+        else:
+            lines.append(f"spread (max/min-1) of {c:15s} -")
+    for c, o in s["outside_first_ci"].items():
+        lines.append(f"repeats outside the first run's 95% CI, {c} clock: {o['outside']}/"
+                     f"{o['repeats']} ({pct(o['fraction'])})")
+    cp = s["capped"]
+    lines.append(f"ok evaluations capped: {cp['capped']}/{cp['evaluations']} "
+                 f"({pct(cp['fraction'])})")
+    w = s["ok_wall_s"] or {}
+    e = s["evaluations"]
+    lines.append(f"ok evaluation wall: median {num(w.get('median'))} s p90 {num(w.get('p90'))} "
+                 f"s over {w.get('count', 0)}")
+    per_turns, per_ba, per_wall = (num(s[k], "{:.0f}") for k in (
+        "evals_per_gpu_hour_turns", "evals_per_gpu_hour_turns_with_build_ahead",
+        "evals_per_hour_run_wall"))
+    lines.append(f"evaluations per GPU-hour (all verdicts): {per_turns} ({e['gpu_turns']} GPU "
+                 f"turns in {e['gpu_turn_s']:.0f} s); with the {e['from_build_ahead']} decided "
+                 f"by the build ahead {per_ba}; per hour of the whole run's wall {per_wall}")
+    lines.append(f"GPU busy with timed samples (lower bound): {pct(s['gpu_busy_lower_bound'])}")
+    for c, st in s["kforge_over_kb"].items():
+        lines.append(f"kforge {c} / KB speedup: " + (
+            f"median {st['median']:.2f}, range {st['min']:.2f}-{st['max']:.2f} over "
+            f"{st['count']}" if st else "-"))
+    return "\n".join(lines) + "\n"
+
+
 # ---------------------------------------------------------------- main
 
 
@@ -634,6 +937,9 @@ def parse_args(argv):
                    help="KB eval children started ahead of their GPU turn")
     p.add_argument("--kb-timeout", type=float, default=150,
                    help="seconds for one KB build, and for one KB evaluation's GPU turn")
+    p.add_argument("--repeats", type=int, default=1,
+                   help="evaluations of each candidate kforge judged ok in the first pass, "
+                        "the first included (the N-1 more are interleaved across candidates)")
     args = p.parse_args(argv)
     for k in ("eval", "out", "corpus", "kb_harness", "work_dir"):  # children run elsewhere
         setattr(args, k, os.path.abspath(getattr(args, k)))
@@ -712,9 +1018,13 @@ def main(argv):
         for r in rows:
             f.write(json.dumps(r, default=str) + "\n")
     settings = {k: (sorted(v) if isinstance(v, set) else v) for k, v in vars(args).items()}
-    json.dump(dict(settings=settings, wall_s=wall_s, candidates=len(rows)),
-              open(os.path.join(args.out, "compat_run.json"), "w"), indent=1)
+    summary = dict(settings=settings, wall_s=wall_s, candidates=len(rows))
     text = table(run, rows, wall_s)
+    if args.repeats > 1:
+        summary["repeats"] = repeats_summary(args, rows, run.turn_log, wall_s, run.back_to_back)
+        summary["gpu_turns"] = run.turn_log
+        text += repeats_table(summary["repeats"])
+    json.dump(summary, open(os.path.join(args.out, "compat_run.json"), "w"), indent=1)
     open(os.path.join(args.out, "compat_table.txt"), "w").write(text)
     print(text, end="", flush=True)
     return 0

@@ -4,7 +4,7 @@
 # table is printed last.
 #
 #   bash scripts/gpu_suite.sh [sections]     sections: unit,cases,bench (the default), probe,
-#                                            tracecost, compat
+#                                            tracecost, compat, check
 #
 # unit: the engine's GoogleTest binaries (engine_unit_test, cpp_dialect_test, fs_lock_test),
 # whose GPU tests are skipped on machines without one; cases: tests/engine/run_cases.py on the
@@ -12,9 +12,16 @@
 # (torch only, where a drained sample's time varies); tracecost: gpu_worker/eval/bench/
 # trace_cost.sh (eager references under the events and the activity clock); compat:
 # scripts/corpus_compat.py (CUDA-L1's corpus through kforge-eval and through KernelBench's own
-# harness, within COMPAT_BUDGET_S seconds counted from the suite's start, default 450).
-# Environment: CASES_ARGS, BENCH_ARGS, PROBE_ARGS, COMPAT_ARGS (passed on), OUT, PYTHON,
-# KERNELBENCH, GTEST_SOURCE, COMPAT_BUDGET_S.
+# harness, within COMPAT_BUDGET_S seconds counted from the suite's start, default 450;
+# COMPAT_ARGS="--repeats 3" evaluates each candidate kforge judged ok 3 times in all, in
+# separate evaluation processes, and adds the repeatability, cap, wall, throughput and GPU-busy
+# summary to compat_table.txt and compat_run.json); check: scripts/independent_check.py
+# (after compat: re-measures a sample of its `ok` rows, CHECK_INPUT, default
+# $OUT/compat.jsonl, with a bare method, CUDA graph replay or events behind a pre-roll, no
+# kforge code, into $OUT/check; it ends by CHECK_BUDGET_S seconds from the suite's start,
+# default 560, and reuses KB's builds from compat's default work dir /tmp/kforge-compat).
+# Environment: CASES_ARGS, BENCH_ARGS, PROBE_ARGS, COMPAT_ARGS, CHECK_ARGS (passed on), OUT,
+# PYTHON, KERNELBENCH, GTEST_SOURCE, COMPAT_BUDGET_S, CHECK_BUDGET_S, CHECK_INPUT.
 #
 # Expects: CUDA toolkit, python3 with torch 2.11 (its headers, libpython), protobuf 3.21 and
 # protoc, cmake, ninja. What ../shared and Debian would give is carried in .gpu-carry (filled by
@@ -117,11 +124,28 @@ if [[ $SECTIONS == *compat* ]]; then
     { echo "compat failed:"; tail -20 "$OUT/compat.log"; }
 fi
 
+check_line="not run"
+if [[ $SECTIONS == *check* ]]; then
+  check_input=${CHECK_INPUT:-$OUT/compat.jsonl}
+  check_budget=$(( ${CHECK_BUDGET_S:-560} - ($(date +%s) - suite_start) ))
+  if [[ ! -f $check_input ]]; then
+    check_line="not run: no $check_input (run the compat section first)"
+  elif "$PY" scripts/independent_check.py --input "$check_input" --out "$OUT/check" \
+         --device cuda --corpus .gpu-carry/corpora/cudal1_a100.jsonl \
+         --budget-s "$check_budget" ${CHECK_ARGS:-} > "$OUT/check.log" 2>&1; then
+    check_line=$(tail -1 "$OUT/check.log")
+  else
+    check_line="failed (check.log)"
+    tail -20 "$OUT/check.log"
+  fi
+fi
+
 echo "== kforge GPU suite =="
 cat "$OUT/machine.txt"
 echo "engine build: ${build_s} s, ${build_warnings} compiler warnings (build.log)"
 echo "unit: $unit_line"
 echo "cases: $cases_line"
+echo "check: $check_line"
 [[ -f $OUT/bench.json ]] && "$PY" - "$OUT/bench.json" <<'PYEOF'
 import json, sys
 b = json.load(open(sys.argv[1]))
@@ -155,6 +179,8 @@ PYEOF
 [[ -f $OUT/span_probe.log ]] && sed -n '/^== spread/,$p' "$OUT/span_probe.log"
 [[ -f $OUT/trace_cost_table.txt ]] && cat "$OUT/trace_cost_table.txt"
 [[ $SECTIONS == *compat* && -f $OUT/compat_table.txt ]] && cat "$OUT/compat_table.txt"
+[[ $SECTIONS == *check* && -f $OUT/check/independent_check_table.txt ]] &&
+  cat "$OUT/check/independent_check_table.txt"
 # Exit status: 0 when the build passed, no unit test binary and no case failed (benchmarks
 # report, they do not fail).
 [[ $unit_line != *failed:* ]] &&
