@@ -76,6 +76,10 @@ int Hook(const char* event, PyObject* args, void*) {
   if (reason.empty()) return 0;
   if (!SamePipe()) Die("was closed or replaced");
   std::string line = std::string(event) + ": " + reason;
+  if (args != nullptr && PyTuple_Check(args) && PyTuple_GET_SIZE(args) >= 1 && e.name != "open") {
+    std::string_view first = Utf8(PyTuple_GET_ITEM(args, 0));
+    if (!first.empty()) line += " (" + std::string(first.substr(0, 120)) + ")";
+  }
   if (line.size() > 400) line.resize(400);  // below PIPE_BUF: one atomic write
   if (write(g_hook.fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
     Die(std::strerror(errno));
@@ -88,7 +92,12 @@ int Hook(const char* event, PyObject* args, void*) {
 
 std::string NativeCodeReason(const AuditEvent& e) {
   const std::string_view n = e.name;
-  if (StartsWith(n, "ctypes.")) return "ctypes reaches native code and raw memory";
+  // Loading a library that is already on disk is not enough (its code is not the
+  // candidate's: a library it wrote was a file opened for writing); calling into one, reading
+  // a symbol, or any raw pointer is.
+  if (StartsWith(n, "ctypes.") && n != "ctypes.dlopen") {
+    return "ctypes reaches native code and raw memory";
+  }
   if (n == "subprocess.Popen" || n == "os.system" || StartsWith(n, "os.exec") ||
       StartsWith(n, "os.spawn") || n == "os.posix_spawn" || n == "os.startfile") {
     return "a program started (a compiler, a shell: native code)";

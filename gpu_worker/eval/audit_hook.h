@@ -3,8 +3,9 @@
 // (its device-clock spans above all) can be taken as measured (docs/security.md, "The audit
 // hook").
 //
-// The hook is a C function installed with PySys_AddAuditHook before any task or candidate code
-// runs; Python code can neither remove nor replace it. On the first event that reaches native
+// The hook is a C function installed with PySys_AddAuditHook after torch's own CUDA start-up in
+// the candidate process and before any task or candidate code runs; Python code can neither
+// remove nor replace it. On the first event that reaches native
 // code or the process's own memory (NativeCodeReason) it writes that event's name and reason to
 // the taint pipe, whose read end only the judge holds, before the event's action happens. What
 // the native code does afterwards cannot take the bytes back. A candidate that closes or
@@ -39,7 +40,8 @@ struct AuditEvent {
   std::optional<int64_t> flags;    // "open" by os.open: O_* flags
 };
 
-// Why `e` reaches native code or lets the process change its own memory or files (ctypes, a
+// Why `e` reaches native code or lets the process change its own memory or files (ctypes but
+// loading a library already on disk, a
 // program started or exec'd, a fork, crafted bytecode, marshalled code, a file opened for
 // writing), or "" when it does not. Not marshal.loads: the import system raises it for every
 // cached module it loads (crafted bytecode unmarshalled is among the gaps named above).

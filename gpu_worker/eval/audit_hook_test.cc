@@ -22,7 +22,7 @@ std::string Open(const char* path, const char* mode, std::optional<int64_t> flag
 }
 
 TEST(NativeCodeReason, NativeCodeAndRawMemoryTaint) {
-  for (const char* event : {"ctypes.dlopen", "ctypes.cdata", "ctypes.addressof", "subprocess.Popen",
+  for (const char* event : {"ctypes.dlsym", "ctypes.call_function", "ctypes.cdata", "ctypes.addressof", "subprocess.Popen",
                             "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork",
                             "os.forkpty", "code.__new__"}) {
     EXPECT_FALSE(Reason(event).empty()) << event;
@@ -32,7 +32,7 @@ TEST(NativeCodeReason, NativeCodeAndRawMemoryTaint) {
 TEST(NativeCodeReason, PurePythonEventsDoNot) {
   for (const char* event : {"import", "exec", "compile", "object.__getattr__", "sys._getframe",
                             "os.listdir", "socket.connect", "sys.addaudithook", "os.getenv",
-                            "marshal.loads"}) {
+                            "marshal.loads", "ctypes.dlopen"}) {
     EXPECT_EQ(Reason(event), "") << event;
   }
 }

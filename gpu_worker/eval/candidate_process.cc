@@ -172,6 +172,14 @@ class CandidateProcess {
     dialect_ = req.dialect();
     strict_ = req.strict();
     ConfigureNvrtc({arch, target_.cuda, target_.index, req.nvrtc_dir()});
+    // After torch's own CUDA start-up (which loads libraries through ctypes), before any task
+    // or candidate code.
+    std::string error;
+    if (!InstallAuditHook(4, &error)) {
+      std::fprintf(stderr, "kforge: the candidate process could not install its audit hook: %s\n",
+                   error.c_str());
+      _exit(3);
+    }
     if (req.calibrate()) ServeCalibration();
     if (!req.torch_extensions_dir().empty()) {
       py::module_::import("os").attr("environ")["TORCH_EXTENSIONS_DIR"] =
@@ -524,7 +532,7 @@ class CandidateProcess {
 
 void RunCandidateProcess(int channel_fd, int taint_fd) {
   std::string error;
-  if (!LockDownCandidateProcess(channel_fd, taint_fd, &error) || !InstallAuditHook(4, &error)) {
+  if (!LockDownCandidateProcess(channel_fd, taint_fd, &error)) {
     std::fprintf(stderr, "kforge: the candidate process could not lock itself down: %s\n",
                  error.c_str());
     _exit(3);
