@@ -49,7 +49,7 @@ std::vector<sock_filter> Filter(uint32_t self) {
   const std::vector<uint32_t> denied = {
       SYS_tkill,         SYS_rt_sigqueueinfo, SYS_rt_tgsigqueueinfo, SYS_pidfd_open,
       SYS_pidfd_getfd,   SYS_pidfd_send_signal, SYS_ptrace,           SYS_process_vm_readv,
-      SYS_process_vm_writev, SYS_setsid,      SYS_setpgid,           SYS_kcmp};
+      SYS_process_vm_writev, SYS_setsid,      SYS_kcmp};
   for (size_t i = 0; i < denied.size(); ++i) {
     f.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, denied[i], 0, 1));
     f.push_back(BPF_STMT(BPF_RET | BPF_K, kDeny));

@@ -173,7 +173,14 @@ class CandidateProcess {
     strict_ = req.strict();
     ConfigureNvrtc({arch, target_.cuda, target_.index, req.nvrtc_dir()});
     // After torch's own CUDA start-up (which loads libraries through ctypes), before any task
-    // or candidate code.
+    // or candidate code. torch.cuda.device_count() asks NVML through ctypes until its answer is
+    // cached, which it is once CUDA is initialised: torch.cuda.manual_seed_all and many more
+    // call it, so it is asked here first.
+    if (target_.cuda) {
+      py::module_ cuda = py::module_::import("torch").attr("cuda");
+      cuda.attr("init")();  // torch's own flag that CUDA is initialised, which the cache needs
+      cuda.attr("device_count")();
+    }
     std::string error;
     if (!InstallAuditHook(4, &error)) {
       std::fprintf(stderr, "kforge: the candidate process could not install its audit hook: %s\n",

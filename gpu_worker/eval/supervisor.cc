@@ -1,5 +1,6 @@
 #include "gpu_worker/eval/supervisor.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -9,6 +10,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -17,6 +20,50 @@
 
 namespace kforge::eval {
 namespace {
+
+// The direct children of this process, from /proc.
+std::vector<pid_t> ChildrenOfSelf() {
+  std::vector<pid_t> out;
+  const pid_t self = getpid();
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return out;
+  while (struct dirent* e = readdir(proc)) {
+    char* end = nullptr;
+    long pid = std::strtol(e->d_name, &end, 10);
+    if (pid <= 0 || *end != '\0') continue;
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE* f = std::fopen(path, "r");
+    if (f == nullptr) continue;
+    char buf[512];
+    size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+    std::fclose(f);
+    buf[n] = '\0';
+    const char* paren = std::strrchr(buf, ')');  // the command name may hold spaces
+    char state = 0;
+    long ppid = 0;
+    if (paren != nullptr && std::sscanf(paren + 1, " %c %ld", &state, &ppid) == 2 &&
+        ppid == self) {
+      out.push_back(static_cast<pid_t>(pid));
+    }
+  }
+  closedir(proc);
+  return out;
+}
+
+// Descendants of the evaluation that left its process group (setpgid: ninja starts every
+// compiler in a group of its own) outlive the group's SIGKILL; as their parents die they are
+// reparented to this process, a child subreaper, and killed here until none is left.
+void KillStrays() {
+  for (int round = 0; round < 100; ++round) {
+    std::vector<pid_t> children = ChildrenOfSelf();
+    if (children.empty()) return;
+    for (pid_t c : children) kill(c, SIGKILL);
+    while (waitpid(-1, nullptr, WNOHANG) > 0) {
+    }
+    usleep(1000);
+  }
+}
 
 using Clock = std::chrono::steady_clock;
 
@@ -99,6 +146,7 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
   // Not dumpable: an evaluation process of the same uid cannot open /proc/<supervisor>/fd/*
   // (the result channel) to forge an answer. The evaluation process itself is dumpable again.
   prctl(PR_SET_DUMPABLE, 0);
+  prctl(PR_SET_CHILD_SUBREAPER, 1);  // orphans of the evaluation come here (KillStrays)
   pid_t pid = fork();
   if (pid == 0) {
     prctl(PR_SET_DUMPABLE, 1);
@@ -205,6 +253,7 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
     kill(-pid, SIGKILL);
     waitpid(pid, &status, 0);
   }
+  KillStrays();
   if (output_truncated) output += "\n[output truncated]";
   output = PrintableUtf8(output);  // a string field: what a candidate printed may be any bytes
   // A result the supervisor decides below replaces the child's; keep the stage durations it

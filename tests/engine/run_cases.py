@@ -158,7 +158,8 @@ def cases(device):
         out.append(dict(name=f"exploits/{os.path.splitext(name)[0]}", task=hack_task(path),
                         candidate=path, expect=hack_expectation(path), strict=True,
                         policy=m.group(1) if m else "",
-                        native=(native.group(1) == "yes") if native else None))
+                        native=(native.group(1) == "yes") if native else None,
+                        stray="Expected stray killed:" in text))
     hdir = os.path.join(EX, "hacks")
     for name in sorted(os.listdir(hdir)):
         if not name.endswith((".py", ".cpp")):
@@ -269,8 +270,22 @@ def clocks_hold(case, result):
     return has_device or bool(result.get("device_clock_note"))
 
 
+def stray_killed(result):
+    """The pid the candidate printed as KFORGE_STRAY_PID=N names no live process any more."""
+    m = re.search(r"KFORGE_STRAY_PID=(\d+)", result.get("output_log", ""))
+    if not m:
+        return False
+    try:
+        with open(f"/proc/{m.group(1)}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"  # a zombie: dead, not reaped
+    except FileNotFoundError:
+        return True
+
+
 def judge(case, result):
     if not samples_match(result):
+        return False
+    if case.get("stray") and not stray_killed(result):
         return False
     if result.get("verdict") == "ok" and not clocks_hold(case, result):
         return False
