@@ -36,6 +36,10 @@ ABSL_FLAG(int, prefetch, -1,
           "(-1: one per slot with a GPU, none in CPU mode; 0: off)");
 ABSL_FLAG(std::string, sandbox_user, "nobody",
           "when running as root, evaluations run as this user; empty keeps root (weaker)");
+ABSL_FLAG(std::string, sandbox_namespaces, "auto",
+          "required (the worker refuses to start when the sandbox cannot create its mount and "
+          "PID namespaces: CAP_SYS_ADMIN), optional (go on without them, weaker), or auto "
+          "(required when running as root)");
 
 namespace kforge {
 namespace {
@@ -66,6 +70,14 @@ int Run() {
   if (options.eval_binary.empty()) options.eval_binary = SiblingBinary("kforge-eval");
   options.cache_dir = absl::GetFlag(FLAGS_cache_dir);
   options.sandbox_user = geteuid() == 0 ? absl::GetFlag(FLAGS_sandbox_user) : "";
+  const std::string namespaces = absl::GetFlag(FLAGS_sandbox_namespaces);
+  if (namespaces != "auto" && namespaces != "required" && namespaces != "optional") {
+    LogError("--sandbox_namespaces must be auto, required or optional",
+             {{"value", namespaces}});
+    return 1;
+  }
+  options.require_namespaces =
+      namespaces == "required" || (namespaces == "auto" && geteuid() == 0);
   if (!options.cache_dir.empty()) {
     // Shared by children that may run as another user.
     mkdir(options.cache_dir.c_str(), 0777);

@@ -38,6 +38,7 @@ struct SandboxChildPlan {
   int num_limits = 0;
   bool no_network = false;
   bool drop_privileges = false;
+  bool require_namespaces = false;
   uid_t uid = 0;
   gid_t gid = 0;
   std::vector<sock_filter> filter;
@@ -143,12 +144,16 @@ void CloseAllBut(unsigned keep) {
 bool EnterNamespaces(const SandboxChildPlan& plan) {
   // Without permission the seccomp socket rule still keeps the child off the network.
   if (plan.no_network) unshare(CLONE_NEWNET);
-  if (unshare(CLONE_NEWNS) != 0) return true;
+  if (unshare(CLONE_NEWNS) != 0) {
+    return plan.require_namespaces ? Fail("unshare of the mount namespace (CAP_SYS_ADMIN)") : true;
+  }
   // Private first, so the /proc mounted below never propagates to the worker's namespace.
   if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
     return Fail("making mounts private");
   }
-  if (unshare(CLONE_NEWPID) != 0) return true;
+  if (unshare(CLONE_NEWPID) != 0) {
+    return plan.require_namespaces ? Fail("unshare of the PID namespace (CAP_SYS_ADMIN)") : true;
+  }
   int status_pipe[2];
   if (pipe2(status_pipe, O_CLOEXEC) != 0) return Fail("pipe");
   pid_t init = _Fork();
@@ -303,6 +308,7 @@ bool BuildPlan(const SandboxPolicy& policy, SandboxChildPlan* plan, std::string*
   AddLimit(plan, RLIMIT_FSIZE, policy.file_size_bytes, policy.file_size_bytes);
   plan->limits[plan->num_limits++] = {RLIMIT_CORE, 0, 0};  // a crashed CUDA process is huge
   plan->no_network = policy.no_network;
+  plan->require_namespaces = policy.require_namespaces;
   if (geteuid() == 0 && !policy.run_as_user.empty()) {
     plan->drop_privileges = true;
     if (!LookUpUser(policy.run_as_user, &plan->uid, &plan->gid, error)) return false;

@@ -78,6 +78,9 @@ struct SandboxPolicy {
   uint64_t file_size_bytes = 1ull << 30;  // RLIMIT_FSIZE: SIGXFSZ past it
   bool no_network = true;                 // network namespace + socket() seccomp rule
   bool seccomp = true;                    // the syscall denials listed above
+  // The mount and PID namespaces (which need CAP_SYS_ADMIN) or nothing: without them the
+  // child fails to start ("kforge sandbox: unshare ... failed") instead of running without.
+  bool require_namespaces = false;
   std::string scratch_root = "/tmp";      // where the private scratch directory is created
   // The user the child runs as when the worker is root; empty keeps root (tests only).
   std::string run_as_user = "nobody";

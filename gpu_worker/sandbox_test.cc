@@ -3,10 +3,13 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/capability.h>
 #include <pwd.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -280,6 +283,43 @@ TEST(SandboxTest, ProcessesThatLeaveTheGroupDieWithTheSandbox) {
   ASSERT_TRUE(r.Succeeded()) << r.Describe() << r.stderr_data;
   EXPECT_EQ(r.stdout_data, "escaped\n");
   EXPECT_EQ(CountProcessesWithArg("27.1828"), 0);
+}
+
+// In a child of the test without CAP_SYS_ADMIN (a worker pod without it): 0 when a sandbox that
+// requires its namespaces refuses to start, saying why, and one that does not runs without.
+int WithoutSysAdmin() {
+  __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2] = {};
+  if (syscall(SYS_capget, &header, data) != 0) return 10;
+  const unsigned bit = 1u << CAP_SYS_ADMIN;  // CAP_SYS_ADMIN < 32: data[0]
+  data[0].effective &= ~bit;
+  data[0].permitted &= ~bit;
+  data[0].inheritable &= ~bit;
+  if (prctl(PR_CAPBSET_DROP, CAP_SYS_ADMIN, 0, 0, 0) != 0) return 11;
+  if (syscall(SYS_capset, &header, data) != 0) return 12;
+  SandboxPolicy required = TestPolicy();
+  required.require_namespaces = true;
+  SubprocessResult r = RunSandboxed(required, Sh("echo ran"));
+  if (r.Succeeded() || r.stdout_data == "ran\n") return 1;
+  if (r.stderr_data.find("unshare of the mount namespace (CAP_SYS_ADMIN) failed") ==
+      std::string::npos) {
+    return 2;
+  }
+  SubprocessResult weaker = RunSandboxed(TestPolicy(), Sh("echo ran"));
+  if (!weaker.Succeeded() || weaker.stdout_data != "ran\n") return 3;
+  return 0;
+}
+
+TEST(SandboxTest, RequiredNamespacesWithoutCapSysAdminRefuseToStart) {
+  if (!IsRoot()) GTEST_SKIP() << "dropping CAP_SYS_ADMIN needs a process that has it";
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) _exit(WithoutSysAdmin());
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: ran without its namespaces; 2: no reason on stderr; "
+                                       "3: the optional sandbox did not run; 1x: capabilities";
 }
 
 TEST(SandboxTest, FileAndDescriptorLimitsAreInForce) {

@@ -81,6 +81,7 @@ SandboxPolicy PolicyFor(const WorkerOptions& options) {
   SandboxPolicy policy;
   policy.scratch_root = options.scratch_root;
   policy.run_as_user = options.sandbox_user;
+  policy.require_namespaces = options.require_namespaces;
   policy.max_output_bytes = 8 << 20;  // stdout carries the JSON result
   // Bounds a fork bomb while it runs (the PID namespace ends the rest afterwards). Counts the
   // threads of every process of the sandbox user: torch and CUDA start dozens per child.

@@ -35,6 +35,7 @@ struct WorkerOptions {
   bool cpu_mode = false;       // children get --device cpu, else cuda:<slot>
   double extra_wall_s = 60;    // on top of the stage limits for the child's wall clock
   std::string sandbox_user = "nobody";  // when the worker is root; "" keeps the worker's user
+  bool require_namespaces = false;      // SandboxPolicy::require_namespaces
   // PCI bus id of each slot's GPU (index = slot), for the per-slot GPU metrics; empty in CPU
   // mode or when unknown (then only the busy series are exported).
   std::vector<std::string> gpu_pci_bus_ids;
