@@ -15,14 +15,10 @@
 #include <cstring>
 #include <vector>
 
+#include "gpu_worker/eval/seccomp_prologue.h"
+
 namespace kforge::eval {
 namespace {
-
-#if defined(__x86_64__)
-constexpr uint32_t kArch = AUDIT_ARCH_X86_64;
-#elif defined(__aarch64__)
-constexpr uint32_t kArch = AUDIT_ARCH_AARCH64;
-#endif
 
 constexpr uint32_t kDeny = SECCOMP_RET_ERRNO | EPERM;
 
@@ -38,14 +34,7 @@ void OnlySelf(std::vector<sock_filter>* f, uint32_t nr, uint32_t self) {
 
 std::vector<sock_filter> Filter(uint32_t self) {
   std::vector<sock_filter> f;
-  f.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)));
-  f.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, kArch, 1, 0));
-  f.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS));
-  f.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)));
-#if defined(__x86_64__)
-  f.push_back(BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000U, 0, 1));  // x32
-  f.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS));
-#endif
+  AppendNativeArchCheck(&f, SECCOMP_RET_KILL_PROCESS);
   const std::vector<uint32_t> denied = {
       SYS_tkill,         SYS_rt_sigqueueinfo, SYS_rt_tgsigqueueinfo, SYS_pidfd_open,
       SYS_pidfd_getfd,   SYS_pidfd_send_signal, SYS_ptrace,           SYS_process_vm_readv,

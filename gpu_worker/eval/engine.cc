@@ -759,7 +759,9 @@ class Evaluation {
     int current = 0;  // the iteration's set
     // Device clock: the pre-roll grows during the warm-up until both programs' launches all
     // queue under it (the host launching after it ended puts launch gaps into the span).
-    double preroll = kDevicePrerollMs, late = 0, late_sampled = 0;
+    // EvalRequest.timing_preroll_ms, when set, is where it starts.
+    double preroll = req_.timing_preroll_ms() > 0 ? req_.timing_preroll_ms() : kDevicePrerollMs;
+    double late = 0, late_sampled = 0;
     double reported = std::nan("");
     std::string unusable;  // the device clock's last unusable sample, and why
     uint32_t unusable_count = 0;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/base/files.h"
+#include "gpu_worker/eval/seccomp_prologue.h"
 
 namespace kforge::eval {
 namespace {
@@ -48,14 +49,6 @@ int CountThreads() {
   closedir(d);
   return n;
 }
-
-#if defined(__x86_64__)
-constexpr uint32_t kNativeArch = AUDIT_ARCH_X86_64;
-#elif defined(__aarch64__)
-constexpr uint32_t kNativeArch = AUDIT_ARCH_AARCH64;
-#else
-#error "the metadata filter knows x86_64 and aarch64"
-#endif
 
 // Every system call that changes a file's mode, owner, times or extended attributes, and
 // io_uring, which can set extended attributes without them. Numbers
@@ -108,14 +101,7 @@ std::vector<sock_filter> MetadataFilter() {
   const uint32_t deny = SECCOMP_RET_ERRNO | EPERM;
   const auto& calls = MetadataSyscalls();
   std::vector<sock_filter> f;
-  f.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)));
-  f.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, kNativeArch, 1, 0));
-  f.push_back(BPF_STMT(BPF_RET | BPF_K, deny));
-  f.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)));
-#if defined(__x86_64__)
-  f.push_back(BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000U, 0, 1));  // x32
-  f.push_back(BPF_STMT(BPF_RET | BPF_K, deny));
-#endif
+  AppendNativeArchCheck(&f, deny);
   for (size_t i = 0; i < calls.size(); ++i) {
     // Jump to the deny at the end, past the remaining checks and the allow.
     auto to_deny = static_cast<uint8_t>(calls.size() - i);
