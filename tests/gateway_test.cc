@@ -474,7 +474,7 @@ TEST_F(GatewayTest, RequestBaseUrlGetsNoKey) {
 TEST_F(GatewayTest, ABaseUrlOutsideTheAllowListIsRefusedBeforeAnythingIsSent) {
   auto other = FakeLlmServer::Start();
   ASSERT_TRUE(other.ok()) << other.status();
-  for (const std::string& provider : {"openai", "anthropic", "offline"}) {
+  for (const char* provider : {"openai", "anthropic", "offline"}) {
     v1::GenerateRequest req = Request(provider, 1);
     req.mutable_llm()->set_base_url((*other)->base_url());
     auto resp = generator_->Generate(req);
