@@ -3,6 +3,7 @@
 //   kforge health ADDRESS          exit 0 when the server at ADDRESS reports SERVING
 //   kforge task add FILE [--name]  store a KernelBench task; prints its id
 //   kforge workers                 list registered workers
+//   kforge worker drain|undrain ID no new leases for a worker / leases again (operator)
 //   kforge eval --task ID|FILE [--gpu T] CANDIDATE...   evaluate, streaming results
 //   kforge results [--task ID] [--gpu T] [--verdict V]  stored evaluations
 //   kforge job submit|watch|get|list|cancel ...     optimization jobs
@@ -42,6 +43,7 @@ const char kUsage[] =
     "  kforge health ADDRESS\n"
     "  kforge task add FILE [--name NAME]\n"
     "  kforge workers\n"
+    "  kforge worker drain|undrain WORKER_ID   (operator: no new leases / lease again)\n"
     "  kforge eval --task ID|FILE [--gpu TYPE[,TYPE]] CANDIDATE...\n"
     "  kforge eval --batch BATCH_ID          (re-attach to a batch's results)\n"
     "  kforge results [--task ID] [--gpu TYPE] [--verdict V] [--limit N]\n"
@@ -102,18 +104,50 @@ int TaskAdd(const std::string& path) {
   return 0;
 }
 
+std::string WorkerState(const v1::WorkerInfo& w) {
+  if (!w.draining()) return "active";
+  return "draining (by " + w.drained_by() + " at " + w.drained_at() + ")";
+}
+
 int Workers() {
   grpc::ClientContext ctx;
   SetDeadline(ctx);
   v1::ListWorkersResponse resp;
   grpc::Status s = JobStub()->ListWorkers(&ctx, v1::ListWorkersRequest(), &resp);
   if (!s.ok()) return Fail(s);
-  std::printf("%-36s  %-20s  %-8s  %5s  %6s  %-5s  %s\n", "WORKER", "HOST", "GPU", "SLOTS",
-              "LEASES", "ALIVE", "LAST HEARTBEAT");
+  std::printf("%-36s  %-20s  %-8s  %5s  %6s  %-5s  %-24s  %s\n", "WORKER", "HOST", "GPU",
+              "SLOTS", "LEASES", "ALIVE", "LAST HEARTBEAT", "STATE");
   for (const auto& w : resp.workers()) {
-    std::printf("%-36s  %-20s  %-8s  %5u  %6u  %-5s  %s\n", w.worker_id().c_str(),
+    std::printf("%-36s  %-20s  %-8s  %5u  %6u  %-5s  %-24s  %s\n", w.worker_id().c_str(),
                 w.hostname().c_str(), w.gpu_type().c_str(), w.slots(), w.leases_held(),
-                w.alive() ? "yes" : "no", w.last_heartbeat().c_str());
+                w.alive() ? "yes" : "no", w.last_heartbeat().c_str(), WorkerState(w).c_str());
+  }
+  return 0;
+}
+
+// kforge worker drain|undrain ID
+int WorkerCommand(const std::vector<std::string>& args) {
+  if (args.size() != 2 || (args[0] != "drain" && args[0] != "undrain")) {
+    std::fprintf(stderr, "kforge: usage: kforge worker drain|undrain WORKER_ID\n");
+    return kExitUsage;
+  }
+  const bool drain = args[0] == "drain";
+  v1::DrainWorkerRequest req;
+  req.set_worker_id(args[1]);
+  v1::DrainWorkerResponse resp;
+  grpc::ClientContext ctx;
+  SetDeadline(ctx);
+  grpc::Status s = drain ? JobStub()->DrainWorker(&ctx, req, &resp)
+                         : JobStub()->UndrainWorker(&ctx, req, &resp);
+  if (!s.ok()) return Fail(s);
+  const v1::WorkerInfo& w = resp.worker();
+  if (drain) {
+    std::printf("%s\t%s\t%s\tdraining%s: %u leases still to finish\n", w.worker_id().c_str(),
+                w.hostname().c_str(), w.gpu_type().c_str(),
+                resp.was_draining() ? " (already)" : "", w.leases_held());
+  } else {
+    std::printf("%s\t%s\t%s\t%s\n", w.worker_id().c_str(), w.hostname().c_str(),
+                w.gpu_type().c_str(), resp.was_draining() ? "undrained" : "was not draining");
   }
   return 0;
 }
@@ -211,6 +245,7 @@ int Main(const std::vector<std::string>& args) {
   if (cmd == "health" && args.size() == 3) return Health(args[2]);
   if (cmd == "task" && args.size() == 4 && args[2] == "add") return TaskAdd(args[3]);
   if (cmd == "workers" && args.size() == 2) return Workers();
+  if (cmd == "worker") return WorkerCommand({args.begin() + 2, args.end()});
   if (cmd == "eval") return Eval({args.begin() + 2, args.end()});
   if (cmd == "results" && args.size() == 2) return Results();
   if (cmd == "job") return JobCommand({args.begin() + 2, args.end()});

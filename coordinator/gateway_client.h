@@ -23,6 +23,8 @@ class GatewayClient {
                                                         bool wait_for_ready) = 0;
   virtual absl::StatusOr<v1::ProposeIdeasResponse> ProposeIdeas(
       const v1::ProposeIdeasRequest& req, double timeout_s, bool wait_for_ready) = 0;
+  // OK, or the status the gateway would refuse `llm` with (GatewayService.CheckLlmSettings).
+  virtual absl::Status CheckLlmSettings(const v1::LlmSettings& llm, double timeout_s) = 0;
   // Cancels the calls in flight and every later one.
   virtual void CancelAll() = 0;
 };

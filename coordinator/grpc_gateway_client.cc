@@ -45,6 +45,13 @@ absl::StatusOr<v1::ProposeIdeasResponse> GrpcGatewayClient::ProposeIdeas(
   return resp;
 }
 
+absl::Status GrpcGatewayClient::CheckLlmSettings(const v1::LlmSettings& llm, double timeout_s) {
+  v1::CheckLlmSettingsResponse resp;
+  return Call(timeout_s, /*wait_for_ready=*/false, [&](grpc::ClientContext* ctx) {
+    return stub_->CheckLlmSettings(ctx, llm, &resp);
+  });
+}
+
 void GrpcGatewayClient::CancelAll() {
   cancelled_ = true;
   absl::MutexLock lock(&mu_);

@@ -28,6 +28,7 @@ class GrpcGatewayClient final : public GatewayClient {
   absl::StatusOr<v1::ProposeIdeasResponse> ProposeIdeas(const v1::ProposeIdeasRequest& req,
                                                         double timeout_s,
                                                         bool wait_for_ready) override;
+  absl::Status CheckLlmSettings(const v1::LlmSettings& llm, double timeout_s) override;
   void CancelAll() override;
 
  private:

@@ -20,6 +20,7 @@ namespace {
 constexpr int kMaxSeedCandidates = 100;
 constexpr uint32_t kMaxRounds = 1000;
 constexpr double kMaxWallS = 30 * 24 * 3600;  // a month
+constexpr double kGatewayCheckTimeoutS = 10;  // SubmitJob asking the gateway about llm
 
 // NOT_FOUND (as for a job that does not exist) unless `p` may read what the job's tenant owns.
 grpc::Status CheckReadable(const Principal& p, const JobRow& job) {
@@ -153,6 +154,22 @@ grpc::Status JobServiceImpl::FillJob(const JobRow& row, v1::Job* out) {
   return grpc::Status::OK;
 }
 
+grpc::Status JobServiceImpl::CheckLlmEndpoint(const v1::LlmSettings& llm) {
+  // Only a job that names an endpoint depends on the gateway being up to be submitted.
+  if (gateway_ == nullptr || llm.base_url().empty()) return grpc::Status::OK;
+  absl::Status s = gateway_->CheckLlmSettings(llm, kGatewayCheckTimeoutS);
+  if (s.ok()) return grpc::Status::OK;
+  if (absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s) || absl::IsUnauthenticated(s) ||
+      absl::IsCancelled(s) || absl::IsUnimplemented(s)) {
+    LogWarning("cannot check a job's llm settings with the gateway",
+               {{"code", absl::StatusCodeToString(s.code())}, {"error", std::string(s.message())}});
+    return {grpc::StatusCode::UNAVAILABLE,
+            "cannot check llm.base_url with the LLM gateway now (" +
+                absl::StatusCodeToString(s.code()) + "); try again"};
+  }
+  return ToGrpcStatus(s);
+}
+
 grpc::Status JobServiceImpl::SubmitJob(grpc::ServerContext* ctx, const v1::SubmitJobRequest* req,
                                        v1::SubmitJobResponse* resp) {
   if (!jobs_) return NoJobs();
@@ -165,6 +182,7 @@ grpc::Status JobServiceImpl::SubmitJob(grpc::ServerContext* ctx, const v1::Submi
     return s;
   }
   if (grpc::Status s = CheckGpuTypes(params.spec.gpu_types); !s.ok()) return s;
+  if (grpc::Status s = CheckLlmEndpoint(req->llm()); !s.ok()) return s;
   if (limits_.max_tenant_active_jobs > 0) {
     auto active = jobs_->ActiveJobs(caller->tenant);
     if (!active.ok()) return ToGrpcStatus(active.status());

@@ -22,6 +22,19 @@ grpc::Status Invalid(const std::string& why) {
   return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, why);
 }
 
+void ToWorkerInfo(const WorkerRow& w, v1::WorkerInfo* info) {
+  info->set_worker_id(w.worker_id);
+  info->set_hostname(w.hostname);
+  info->set_gpu_type(w.gpu_type);
+  info->set_slots(w.slots);
+  info->set_last_heartbeat(w.last_heartbeat);
+  info->set_alive(w.alive);
+  info->set_leases_held(w.leases_held);
+  info->set_draining(w.drained);
+  info->set_drained_by(w.drained_by);
+  info->set_drained_at(w.drained_at);
+}
+
 }  // namespace
 
 grpc::Status JobServiceImpl::CheckGpuTypes(const std::vector<std::string>& types) {
@@ -75,16 +88,46 @@ grpc::Status JobServiceImpl::ListWorkers(grpc::ServerContext* ctx, const v1::Lis
   if (!caller.ok()) return ToGrpcStatus(caller.status());
   auto rows = store_.ListWorkers(kWorkerAliveWindowS);
   if (!rows.ok()) return ToGrpcStatus(rows.status());
-  for (const WorkerRow& w : *rows) {
-    v1::WorkerInfo* info = resp->add_workers();
-    info->set_worker_id(w.worker_id);
-    info->set_hostname(w.hostname);
-    info->set_gpu_type(w.gpu_type);
-    info->set_slots(w.slots);
-    info->set_last_heartbeat(w.last_heartbeat);
-    info->set_alive(w.alive);
-    info->set_leases_held(w.leases_held);
-  }
+  for (const WorkerRow& w : *rows) ToWorkerInfo(w, resp->add_workers());
+  return grpc::Status::OK;
+}
+
+grpc::Status JobServiceImpl::DrainWorker(grpc::ServerContext* ctx,
+                                         const v1::DrainWorkerRequest* req,
+                                         v1::DrainWorkerResponse* resp) {
+  return SetDrained(*ctx, req->worker_id(), true, resp);
+}
+
+grpc::Status JobServiceImpl::UndrainWorker(grpc::ServerContext* ctx,
+                                           const v1::DrainWorkerRequest* req,
+                                           v1::DrainWorkerResponse* resp) {
+  return SetDrained(*ctx, req->worker_id(), false, resp);
+}
+
+grpc::Status JobServiceImpl::SetDrained(const grpc::ServerContext& ctx,
+                                        const std::string& worker_id, bool drained,
+                                        v1::DrainWorkerResponse* resp) {
+  auto caller = auth_.Check(ctx, {Role::kOperator, Role::kAdmin},
+                            drained ? "drain workers" : "undrain workers");
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
+  if (!IsUuid(worker_id)) return Invalid("worker_id must be a UUID (see kforge workers)");
+  auto change = store_.SetDrained(worker_id, drained, caller->name);
+  if (!change.ok()) return ToGrpcStatus(change.status());
+  ToWorkerInfo(change->worker, resp->mutable_worker());
+  resp->set_was_draining(change->was_drained);
+  const char* action = drained ? "drain_worker" : "undrain_worker";
+  Audit(audit_, *caller, action, worker_id,
+        {{"hostname", change->worker.hostname},
+         {"gpu_type", change->worker.gpu_type},
+         {"was_draining", change->was_drained},
+         {"leases_held", change->worker.leases_held}});
+  LogInfo(drained ? "worker drained" : "worker undrained",
+          {{"worker_id", worker_id},
+           {"principal", caller->name},
+           {"leases_held", std::to_string(change->worker.leases_held)}});
+  // Idle streams of this type on this coordinator look again now; the others within their
+  // poll interval.
+  if (!drained) notifier_.WorkAdded(change->worker.gpu_type, 1);
   return grpc::Status::OK;
 }
 

@@ -8,6 +8,7 @@
 #define KFORGE_COORDINATOR_JOB_SERVICE_H_
 
 #include "coordinator/audit.h"
+#include "coordinator/gateway_client.h"
 #include "coordinator/job_store.h"
 #include "coordinator/notifier.h"
 #include "coordinator/pg_store.h"
@@ -35,10 +36,12 @@ class JobServiceImpl final : public v1::JobService::Service {
   };
   // `jobs` null: the optimization-job RPCs answer UNIMPLEMENTED. `syntax` null: tasks are
   // checked by pattern only (task_validation.h), not compiled.
-  // `audit` null: no audit trail.
+  // `audit` null: no audit trail. `gateway` null: a job's llm settings are not checked with the
+  // gateway when it is submitted (only when its rounds call it).
   JobServiceImpl(PgStore& store, QueueStore& queue, Notifier& notifier, const RpcAuth& auth,
                  Limits limits, JobStore* jobs = nullptr,
-                 const PythonSyntaxChecker* syntax = nullptr, AuditLog* audit = nullptr)
+                 const PythonSyntaxChecker* syntax = nullptr, AuditLog* audit = nullptr,
+                 GatewayClient* gateway = nullptr)
       : store_(store),
         auth_(auth),
         audit_(audit),
@@ -46,12 +49,18 @@ class JobServiceImpl final : public v1::JobService::Service {
         notifier_(notifier),
         limits_(std::move(limits)),
         jobs_(jobs),
-        syntax_(syntax) {}
+        syntax_(syntax),
+        gateway_(gateway) {}
 
   grpc::Status SubmitTask(grpc::ServerContext* ctx, const v1::SubmitTaskRequest* req,
                           v1::SubmitTaskResponse* resp) override;
   grpc::Status ListWorkers(grpc::ServerContext* ctx, const v1::ListWorkersRequest* req,
                            v1::ListWorkersResponse* resp) override;
+  // Operator or admin; audited.
+  grpc::Status DrainWorker(grpc::ServerContext* ctx, const v1::DrainWorkerRequest* req,
+                           v1::DrainWorkerResponse* resp) override;
+  grpc::Status UndrainWorker(grpc::ServerContext* ctx, const v1::DrainWorkerRequest* req,
+                             v1::DrainWorkerResponse* resp) override;
   // Queues the batch (or re-attaches to req.batch_id) and streams every finished evaluation
   // of it until all are done. The batch id is sent first, as initial metadata
   // "kforge-batch-id", so a client that loses the stream can call again with it.
@@ -85,6 +94,11 @@ class JobServiceImpl final : public v1::JobService::Service {
   grpc::Status FillJob(const JobRow& row, v1::Job* out);
   // INVALID_ARGUMENT naming the first type no pool serves (see Limits::gpu_pools).
   grpc::Status CheckGpuTypes(const std::vector<std::string>& types);
+  // OK, or the gateway's refusal of a job's llm settings (only when they name a base_url: the
+  // gateway keeps the allow-list of endpoints); UNAVAILABLE when the gateway cannot answer.
+  grpc::Status CheckLlmEndpoint(const v1::LlmSettings& llm);
+  grpc::Status SetDrained(const grpc::ServerContext& ctx, const std::string& worker_id,
+                          bool drained, v1::DrainWorkerResponse* resp);
 
   PgStore& store_;
   const RpcAuth& auth_;
@@ -94,6 +108,7 @@ class JobServiceImpl final : public v1::JobService::Service {
   const Limits limits_;
   JobStore* const jobs_;
   const PythonSyntaxChecker* const syntax_;
+  GatewayClient* const gateway_;
 };
 
 // A stored evaluation as the API returns it.

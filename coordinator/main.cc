@@ -150,8 +150,20 @@ int Run() {
   RpcAuth auth(open ? nullptr : &authenticator);
   PgAuditLog audit(pool);
   AdminServiceImpl admin(tokens, auth, &audit);
+  std::string gateway_token;
+  if (const std::string file = absl::GetFlag(FLAGS_gateway_token_file); !file.empty()) {
+    auto token = ReadSecretFile(file);
+    if (!token.ok()) {
+      LogError("refusing to start", {{"error", std::string(token.status().message())}});
+      return 1;
+    }
+    gateway_token = *token;
+  }
+  GrpcGatewayClient gateway(
+      MakeChannel(absl::GetFlag(FLAGS_gateway_address), {gateway_token, TlsFromFlags()}));
   JobStore job_store(pool);
-  JobServiceImpl jobs(store, queue, notifier, auth, limits, &job_store, syntax.get(), &audit);
+  JobServiceImpl jobs(store, queue, notifier, auth, limits, &job_store, syntax.get(), &audit,
+                      &gateway);
   WorkerTimings timings;
   timings.lease_timeout_s = absl::GetFlag(FLAGS_lease_timeout_s);
   timings.heartbeat_interval_s = absl::GetFlag(FLAGS_heartbeat_interval_s);
@@ -164,23 +176,12 @@ int Run() {
     LogError("cannot start", {{"error", std::string(s.message())}});
     return 1;
   }
-  std::string gateway_token;
-  if (const std::string file = absl::GetFlag(FLAGS_gateway_token_file); !file.empty()) {
-    auto token = ReadSecretFile(file);
-    if (!token.ok()) {
-      LogError("refusing to start", {{"error", std::string(token.status().message())}});
-      return 1;
-    }
-    gateway_token = *token;
-  }
   Reaper reaper(queue, notifier, host.metrics().registry(), /*interval_s=*/1.0);
   JobRunner::Options runner_options;
   runner_options.max_running_jobs = absl::GetFlag(FLAGS_max_running_jobs);
   runner_options.max_queue_depth = limits.max_queue_depth;
   runner_options.max_tenant_queued = limits.max_tenant_queued;
   runner_options.metrics = &host.metrics().registry();
-  GrpcGatewayClient gateway(
-      MakeChannel(absl::GetFlag(FLAGS_gateway_address), {gateway_token, TlsFromFlags()}));
   JobRunner runner(pool, job_store, queue, notifier, gateway, runner_options);
   runner.Start();
   int sig = WaitForTerminationSignal();

@@ -3,7 +3,21 @@
 #include "common/base/sha256.h"
 #include "common/status_macros.h"
 
+// The drain columns of `workers w`, read by ReadDrain.
+#define KFORGE_WORKER_DRAIN_COLUMNS                                       \
+  "(w.drained_at IS NOT NULL) AS drained, coalesce(w.drained_by, '') AS drained_by, " \
+  "coalesce(" KFORGE_PG_RFC3339("w.drained_at") ", '') AS drained_at "
+
 namespace kforge {
+namespace {
+
+void ReadDrain(const PgResult& r, int row, WorkerRow* w) {
+  w->drained = r.Get(row, "drained") == "t";
+  w->drained_by = r.Get(row, "drained_by");
+  w->drained_at = r.Get(row, "drained_at");
+}
+
+}  // namespace
 
 absl::StatusOr<StoredTask> PgStore::PutTask(const std::string& name, const std::string& source,
                                             const std::string& options_json) {
@@ -62,7 +76,8 @@ absl::StatusOr<std::vector<WorkerRow>> PgStore::ListWorkers(double alive_window_
       pool_.Exec("SELECT w.worker_id, w.hostname, w.gpu_type, w.slots, "
                  "  " KFORGE_PG_RFC3339("w.last_heartbeat") " AS last_heartbeat, "
                  "  (w.last_heartbeat > now() - make_interval(secs => $1::float8)) AS alive, "
-                 "  (SELECT count(*) FROM leases l WHERE l.worker_id = w.worker_id) AS leases "
+                 "  (SELECT count(*) FROM leases l WHERE l.worker_id = w.worker_id) AS leases, "
+                 "  " KFORGE_WORKER_DRAIN_COLUMNS
                  "FROM workers w WHERE w.state <> 'gone' ORDER BY w.gpu_type, w.hostname",
                  {std::to_string(alive_window_s)}));
   std::vector<WorkerRow> out;
@@ -75,8 +90,39 @@ absl::StatusOr<std::vector<WorkerRow>> PgStore::ListWorkers(double alive_window_
     w.last_heartbeat = r.Get(i, "last_heartbeat");
     w.alive = r.Get(i, "alive") == "t";
     w.leases_held = static_cast<int>(r.GetInt(i, "leases"));
+    ReadDrain(r, i, &w);
     out.push_back(std::move(w));
   }
+  return out;
+}
+
+absl::StatusOr<DrainChange> PgStore::SetDrained(const std::string& worker_id, bool drained,
+                                                const std::string& principal) {
+  ASSIGN_OR_RETURN(
+      PgResult r,
+      pool_.Exec("WITH old AS (SELECT worker_id, drained_at IS NOT NULL AS was FROM workers "
+                 "  WHERE worker_id::text = $1 AND state <> 'gone' FOR UPDATE) "
+                 "UPDATE workers w SET "
+                 "  drained_at = CASE WHEN $2::bool THEN coalesce(w.drained_at, now()) END, "
+                 "  drained_by = CASE WHEN $2::bool THEN coalesce(w.drained_by, $3) END "
+                 "FROM old WHERE w.worker_id = old.worker_id "
+                 "RETURNING old.was, w.worker_id, w.hostname, w.gpu_type, w.slots, "
+                 "  " KFORGE_PG_RFC3339("w.last_heartbeat") " AS last_heartbeat, "
+                 "  (SELECT count(*) FROM leases l WHERE l.worker_id = w.worker_id) AS leases, "
+                 "  " KFORGE_WORKER_DRAIN_COLUMNS,
+                 {worker_id, drained ? "true" : "false", principal}));
+  if (r.rows() == 0) {
+    return absl::NotFoundError("no worker " + worker_id + " (unknown, or gone)");
+  }
+  DrainChange out;
+  out.was_drained = r.Get(0, "was") == "t";
+  out.worker.worker_id = r.Get(0, "worker_id");
+  out.worker.hostname = r.Get(0, "hostname");
+  out.worker.gpu_type = r.Get(0, "gpu_type");
+  out.worker.slots = static_cast<int>(r.GetInt(0, "slots"));
+  out.worker.last_heartbeat = r.Get(0, "last_heartbeat");
+  out.worker.leases_held = static_cast<int>(r.GetInt(0, "leases"));
+  ReadDrain(r, 0, &out.worker);
   return out;
 }
 

@@ -27,6 +27,14 @@ struct WorkerRow {
   bool alive = false;          // heartbeat within the liveness window
   int leases_held = 0;
   std::string token_id;  // the token it registered with; "" when none
+  bool drained = false;  // drained by an operator: no new leases (migration 0008)
+  std::string drained_by, drained_at;  // the operator and when (RFC 3339); "" when not drained
+};
+
+// What SetDrained changed.
+struct DrainChange {
+  WorkerRow worker;          // after the change
+  bool was_drained = false;  // before it
 };
 
 class PgStore {
@@ -49,6 +57,11 @@ class PgStore {
   absl::StatusOr<std::vector<std::string>> RegisteredGpuTypes();
   // Workers that heartbeated within `alive_window_s`, and the others still marked active.
   absl::StatusOr<std::vector<WorkerRow>> ListWorkers(double alive_window_s);
+  // Drains (`drained`) or undrains worker `worker_id` on behalf of `principal`: a drained
+  // worker is leased nothing more (queue_store.h) by any coordinator; draining a drained worker
+  // keeps who drained it first. NOT_FOUND for an unknown worker or one that is gone.
+  absl::StatusOr<DrainChange> SetDrained(const std::string& worker_id, bool drained,
+                                         const std::string& principal);
 
  private:
   PgPool& pool_;

@@ -226,20 +226,21 @@ absl::StatusOr<std::vector<StoredEvaluation>> QueueStore::Query(const Evaluation
 
 namespace {
 
-// The lease statement's common part: $1 worker id, $2 its GPU type, $3 the lease timeout; the
-// number of leases is a literal, so that a prepared statement's generic plan knows how few
-// rows it handles. Each lane (own type, "any") is read in eval_queue_lane_idx order, locking
+// The lease statement's common part: $1 worker id, $2 its GPU type, $3 the lease timeout; a
+// worker an operator drained (workers.drained_at) is granted nothing. The number of leases is
+// a literal, so that a prepared statement's generic plan knows how few rows it handles. Each lane (own type, "any") is read in eval_queue_lane_idx order, locking
 // at most that many rows; the best of both are taken. Defines `granted` and `passed`.
 std::string LeaseCtes(int n) {
   const std::string limit = std::to_string(std::max(n, 0));
   return absl::StrCat(
+      "drained AS (SELECT 1 FROM workers WHERE worker_id = $1::uuid AND drained_at IS NOT NULL), "
       "own AS (SELECT evaluation_id, priority, batch_seq, enqueued_at FROM eval_queue "
-      "  WHERE gpu_type = $2 ORDER BY priority DESC, batch_seq, enqueued_at, evaluation_id "
+      "  WHERE gpu_type = $2 AND NOT EXISTS (SELECT 1 FROM drained) ORDER BY priority DESC, batch_seq, enqueued_at, evaluation_id "
       "  LIMIT ",
       limit,
       " FOR UPDATE SKIP LOCKED), "
       "shared AS (SELECT evaluation_id, priority, batch_seq, enqueued_at FROM eval_queue "
-      "  WHERE gpu_type = 'any' AND $2 <> 'any' "
+      "  WHERE gpu_type = 'any' AND $2 <> 'any' AND NOT EXISTS (SELECT 1 FROM drained) "
       "  ORDER BY priority DESC, batch_seq, enqueued_at, evaluation_id "
       "  LIMIT ",
       limit,

@@ -6,7 +6,9 @@
 //              candidate x GPU type, one queue row each, inserted a statement per table
 //  Lease       FOR UPDATE SKIP LOCKED over the two lanes a worker may take from (its own GPU
 //              type and "any"), each read in the order of eval_queue_lane_idx: priority, then
-//              position within the batch (so batches interleave), then age; the best of both
+//              position within the batch (so batches interleave), then age; the best of both;
+//              nothing for a worker an operator drained (workers.drained_at, read in the same
+//              statement, so every coordinator honours a drain at once)
 //  CompleteAndLease
 //              deletes the lease and stores the result only if the lease still exists (a late
 //              result of a reclaimed lease is dropped, so a result is stored once), and leases

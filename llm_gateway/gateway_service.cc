@@ -40,4 +40,11 @@ grpc::Status GatewayServiceImpl::ProposeIdeas(grpc::ServerContext* ctx,
   return Answer(generator_.ProposeIdeas(*req, [ctx] { return ctx->IsCancelled(); }), resp);
 }
 
+grpc::Status GatewayServiceImpl::CheckLlmSettings(grpc::ServerContext* ctx,
+                                                  const v1::LlmSettings* req,
+                                                  v1::CheckLlmSettingsResponse*) {
+  if (grpc::Status s = CheckCaller(*ctx); !s.ok()) return s;
+  return ToGrpcStatus(generator_.CheckSettings(*req));
+}
+
 }  // namespace kforge

@@ -21,6 +21,8 @@ class GatewayServiceImpl final : public v1::GatewayService::Service {
                         v1::GenerateResponse* resp) override;
   grpc::Status ProposeIdeas(grpc::ServerContext* ctx, const v1::ProposeIdeasRequest* req,
                             v1::ProposeIdeasResponse* resp) override;
+  grpc::Status CheckLlmSettings(grpc::ServerContext* ctx, const v1::LlmSettings* req,
+                                v1::CheckLlmSettingsResponse* resp) override;
 
  private:
   grpc::Status CheckCaller(const grpc::ServerContext& ctx) const;

@@ -41,13 +41,26 @@ AttemptRecord OfflineRecord(const std::string& status, const std::string& error)
 }  // namespace
 
 Generator::Generator(GeneratorDefaults defaults, const TemplateSet& templates,
-                     std::map<std::string, ProviderClient*> providers, CallAccounting& accounting)
+                     std::map<std::string, ProviderClient*> providers, CallAccounting& accounting,
+                     EndpointAllowList allowed_endpoints)
     : defaults_(std::move(defaults)),
       templates_(templates),
       providers_(std::move(providers)),
-      accounting_(accounting) {}
+      accounting_(accounting),
+      allowed_endpoints_(std::move(allowed_endpoints)) {
+  // A provider's base URL that does not parse stays usable as its own endpoint (a request
+  // without base_url); only naming it in a request is refused.
+  for (const auto& [name, provider] : providers_) {
+    allowed_endpoints_.Add(provider->config().base_url).IgnoreError();
+  }
+}
+
+absl::Status Generator::CheckSettings(const v1::LlmSettings& llm) const {
+  return Resolve(llm).status();
+}
 
 absl::StatusOr<ProviderClient*> Generator::Resolve(const v1::LlmSettings& llm) const {
+  if (!llm.base_url().empty()) RETURN_IF_ERROR(allowed_endpoints_.Check(llm.base_url()));
   const std::string name = llm.provider().empty() ? defaults_.provider : llm.provider();
   if (name == kOffline) return nullptr;
   auto it = providers_.find(name);

@@ -14,6 +14,7 @@
 #include "common/pg.h"
 #include "common/service.h"
 #include "llm_gateway/call_accounting.h"
+#include "llm_gateway/endpoint_allowlist.h"
 #include "llm_gateway/gateway_service.h"
 #include "llm_gateway/generator.h"
 #include "llm_gateway/http_transport.h"
@@ -64,6 +65,10 @@ ABSL_FLAG(std::string, anthropic_api_key_file, "",
           "file holding the key (else $ANTHROPIC_API_KEY)");
 ABSL_FLAG(int, anthropic_max_concurrency, 8, "requests in flight to Anthropic; 0: no cap");
 ABSL_FLAG(double, anthropic_requests_per_minute, 0, "request rate cap of Anthropic; 0: none");
+ABSL_FLAG(std::string, allowed_base_urls, "",
+          "comma-separated URL prefixes a job's llm.base_url may name (scheme://host[:port][/path], "
+          "matched on scheme, host, port and path segments); the providers' own base URLs "
+          "(--openai_base_url, --anthropic_base_url) are always allowed, nothing else by default");
 ABSL_FLAG(std::string, anthropic_version, "2023-06-01", "the anthropic-version header");
 
 namespace kforge {
@@ -173,8 +178,17 @@ int Run() {
   defaults.temperature = absl::GetFlag(FLAGS_llm_temperature);
   defaults.max_tokens = absl::GetFlag(FLAGS_llm_max_tokens);
   defaults.max_candidates = absl::GetFlag(FLAGS_max_candidates);
+  auto allowed = gateway::EndpointAllowList::Parse(absl::GetFlag(FLAGS_allowed_base_urls));
+  if (!allowed.ok()) Fail("bad --allowed_base_urls", std::string(allowed.status().message()));
+  for (const gateway::ProviderClient* p : {&openai, &anthropic}) {
+    if (absl::Status s = allowed->Add(p->config().base_url); !s.ok()) {
+      Fail("bad --" + p->config().name + "_base_url", std::string(s.message()));
+    }
+  }
+  const std::string allowed_text = allowed->ToString();
   gateway::Generator generator(defaults, *templates,
-                               {{"openai", &openai}, {"anthropic", &anthropic}}, accounting);
+                               {{"openai", &openai}, {"anthropic", &anthropic}}, accounting,
+                               *std::move(allowed));
   std::string caller_token;
   if (const std::string file = absl::GetFlag(FLAGS_caller_token_file); !file.empty()) {
     auto token = ReadSecretFile(file);
@@ -197,7 +211,8 @@ int Run() {
                             {"default_model", defaults.model},
                             {"openai_key", openai.config().api_key.empty() ? "unset" : "set"},
                             {"anthropic_key", anthropic.config().api_key.empty() ? "unset" : "set"},
-                            {"accounting", call_log ? "llm_calls" : "off"}});
+                            {"accounting", call_log ? "llm_calls" : "off"},
+                            {"allowed_base_urls", allowed_text}});
   int sig = WaitForTerminationSignal();
   LogInfo("shutting down", {{"signal", std::to_string(sig)}});
   host.Shutdown();

@@ -132,8 +132,14 @@ new_token() {  # new_token FILE PRINCIPAL ROLES: a token made once, kept in FILE
 }
 new_token "$SECRETS/demo.token" demo researcher,operator
 new_token "$SECRETS/worker.token" demo-worker worker
+# A --base_url in KFORGE_DEMO_LLM (a local vLLM or SGLang) is the one endpoint the demo's
+# gateway allows besides the providers' own (docs/security.md, "LLM endpoints").
+DEMO_BASE_URL=""
+for arg in ${KFORGE_DEMO_LLM:-}; do
+  case "$arg" in --base_url=*) DEMO_BASE_URL="${arg#--base_url=}" ;; esac
+done
 start gateway "$BIN/llm_gateway/kforge-gateway" --database_url_file="$SECRETS/database.url" \
-  --caller_token_file="$SECRETS/gateway.token" \
+  --caller_token_file="$SECRETS/gateway.token" --allowed_base_urls="$DEMO_BASE_URL" \
   --grpc_address="127.0.0.1:$GW_PORT" --metrics_address=127.0.0.1:0
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
   WORKER_FLAGS=(--device=cuda)

@@ -18,7 +18,8 @@ namespace kforge {
 
 using Clock = std::chrono::steady_clock;
 
-Cluster::Cluster(const std::string& db, bool gateway, std::vector<std::string> coordinator_flags)
+Cluster::Cluster(const std::string& db, bool gateway, std::vector<std::string> coordinator_flags,
+                 const std::vector<std::string>& gateway_flags)
     : coordinator_flags_(std::move(coordinator_flags)) {
   auto url = PgTestEnvironment::server().CreateDatabase(db);
   EXPECT_TRUE(url.ok()) << url.status();
@@ -34,10 +35,12 @@ Cluster::Cluster(const std::string& db, bool gateway, std::vector<std::string> c
   worker_token_ = CreateToken("cluster-worker", "default", {"worker"}).token();
   worker_token_file_ = TokenFile("worker.token", worker_token_);
   if (gateway) {
-    auto g = ServiceProcess::Start(
-        BuiltBinary("llm_gateway/kforge-gateway"),
-        {"--database_url=" + url_, "--grpc_address=" + gateway_address_, "--llm_provider=offline",
-         "--caller_token_file=" + gateway_token_file_});
+    std::vector<std::string> flags = {"--database_url=" + url_,
+                                      "--grpc_address=" + gateway_address_,
+                                      "--llm_provider=offline",
+                                      "--caller_token_file=" + gateway_token_file_};
+    flags.insert(flags.end(), gateway_flags.begin(), gateway_flags.end());
+    auto g = ServiceProcess::Start(BuiltBinary("llm_gateway/kforge-gateway"), flags);
     EXPECT_TRUE(g.ok()) << g.status();
     if (g.ok()) gateway_ = std::move(g).value();
   }

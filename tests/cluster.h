@@ -28,9 +28,11 @@ class Cluster {
  public:
   // Creates database `db` and starts the coordinator; with `gateway`, also kforge-gateway
   // (started after the coordinator has applied the migrations) for optimization jobs.
-  // `coordinator_flags` are appended to every coordinator's (e.g. quotas).
+  // `coordinator_flags` are appended to every coordinator's (e.g. quotas), `gateway_flags`
+  // to the gateway's (e.g. --allowed_base_urls).
   explicit Cluster(const std::string& db, bool gateway = false,
-                   std::vector<std::string> coordinator_flags = {});
+                   std::vector<std::string> coordinator_flags = {},
+                   const std::vector<std::string>& gateway_flags = {});
 
   // (Re)starts coordinator `i` on its own fixed port (a restart keeps the port).
   void StartCoordinator(size_t i = 0);

@@ -471,6 +471,31 @@ TEST_F(GatewayTest, RequestBaseUrlGetsNoKey) {
   EXPECT_EQ(server_->requests().at(0).headers.count("authorization"), 0u);
 }
 
+TEST_F(GatewayTest, ABaseUrlOutsideTheAllowListIsRefusedBeforeAnythingIsSent) {
+  auto other = FakeLlmServer::Start();
+  ASSERT_TRUE(other.ok()) << other.status();
+  for (const char* provider : {"openai", "anthropic", "offline"}) {
+    v1::GenerateRequest req = Request(provider, 1);
+    req.mutable_llm()->set_base_url((*other)->base_url());
+    auto resp = generator_->Generate(req);
+    EXPECT_EQ(resp.status().code(), absl::StatusCode::kPermissionDenied) << provider;
+    EXPECT_THAT(std::string(resp.status().message()),
+                AllOf(HasSubstr("llm.base_url \"" + (*other)->base_url() +
+                                "\" is not an allowed LLM endpoint"),
+                      HasSubstr(server_->base_url())))
+        << provider;
+    v1::ProposeIdeasRequest ideas;
+    ideas.set_task_source(Task());
+    *ideas.mutable_llm() = req.llm();
+    EXPECT_EQ(generator_->ProposeIdeas(ideas).status().code(),
+              absl::StatusCode::kPermissionDenied);
+    EXPECT_EQ(generator_->CheckSettings(req.llm()).code(), absl::StatusCode::kPermissionDenied);
+  }
+  EXPECT_TRUE((*other)->requests().empty());
+  EXPECT_TRUE(server_->requests().empty());
+  EXPECT_TRUE(Rows(*pool_).empty());
+}
+
 TEST_F(GatewayTest, ProposeIdeasThroughTheProvider) {
   FakeReply ideas;
   ideas.completion = "Thoughts.\nIDEA: fuse the two kernels\nIDEA: use float4 loads\nIDEA: x";

@@ -305,7 +305,8 @@ class TrajectoryPoint:
 
 @dataclass(frozen=True)
 class Worker:
-    """A registered worker; `alive` when it heartbeated within the last 30 s."""
+    """A registered worker; `alive` when it heartbeated within the last 30 s; `draining` when
+    an operator drained it (no new leases; `kforge worker drain`)."""
     worker_id: str
     hostname: str
     gpu_type: str
@@ -313,6 +314,9 @@ class Worker:
     last_heartbeat: str
     alive: bool
     leases_held: int
+    draining: bool = False
+    drained_by: str = ""
+    drained_at: str = ""
 
     @classmethod
     def from_proto(cls, info) -> "Worker":
