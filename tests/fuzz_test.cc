@@ -171,6 +171,10 @@ TEST(FuzzTest, EveryRpcAnswersBadInputWithAReasonAndNothingChangesButByValidCall
   bc.set_task_id(task);
   add("/kforge.v1.JobService/GetBestCandidates", bc);
   add("/kforge.v1.JobService/ListWorkers", v1::ListWorkersRequest());
+  v1::DrainWorkerRequest dw;
+  dw.set_worker_id("00000000-0000-0000-0000-000000000000");
+  add("/kforge.v1.JobService/DrainWorker", dw);
+  add("/kforge.v1.JobService/UndrainWorker", dw);
   v1::JobTrajectoryRequest jt;
   jt.set_job_id(job);
   add("/kforge.v1.JobService/GetJobTrajectory", jt);
@@ -202,6 +206,10 @@ TEST(FuzzTest, EveryRpcAnswersBadInputWithAReasonAndNothingChangesButByValidCall
   pi.set_task_source(task_source);
   pi.set_num_ideas(1);
   add("/kforge.v1.GatewayService/ProposeIdeas", pi);
+  v1::LlmSettings ls;
+  ls.set_provider("openai");
+  ls.set_base_url("http://127.0.0.1:9/v1");
+  add("/kforge.v1.GatewayService/CheckLlmSettings", ls);
 
   // Hand-made bad values.
   std::vector<std::pair<std::string, std::string>> bad;
