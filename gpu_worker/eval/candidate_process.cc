@@ -384,6 +384,9 @@ class CandidateProcess {
     const uint64_t before = Launches();
     cudaEvent_t start = nullptr, end = nullptr;
     const bool device_sample = target_.cuda && call.device_preroll_ms() > 0;
+    // The device clock's samples are over: CUPTI off, so that the call clock's samples (and
+    // the trials after timing) pay nothing for it, as the judge's do not.
+    if (!device_sample && device_clock_) device_clock_.reset();
     if (target_.cuda && call.timed() && !device_sample) {
       cudaEventCreate(&start);
       cudaEventCreate(&end);
