@@ -159,7 +159,8 @@ def cases(device):
                         candidate=path, expect=hack_expectation(path), strict=True,
                         policy=m.group(1) if m else "",
                         native=(native.group(1) == "yes") if native else None,
-                        stray="Expected stray killed:" in text))
+                        stray="Expected stray killed:" in text,
+                        planted="Expected planted nothing:" in text))
     hdir = os.path.join(EX, "hacks")
     for name in sorted(os.listdir(hdir)):
         if not name.endswith((".py", ".cpp")):
@@ -282,10 +283,19 @@ def stray_killed(result):
         return True
 
 
+def planted_nothing(result):
+    """Every path the candidate printed as KFORGE_PLANTED=PATH (at least one, under a cache
+    directory) is absent: its writes outside its own cache namespace failed."""
+    paths = re.findall(r"KFORGE_PLANTED=(\S+)", result.get("output_log", ""))
+    return bool(paths) and all(p.startswith("/") and not os.path.exists(p) for p in paths)
+
+
 def judge(case, result):
     if not samples_match(result):
         return False
     if case.get("stray") and not stray_killed(result):
+        return False
+    if case.get("planted") and not planted_nothing(result):
         return False
     if result.get("verdict") == "ok" and not clocks_hold(case, result):
         return False
