@@ -145,13 +145,12 @@ absl::StatusOr<EnqueuedBatch> QueueStore::Enqueue(const BatchSpec& spec, int64_t
 }
 
 absl::StatusOr<BatchProgress> QueueStore::Progress(const std::string& batch_id) {
-  ASSIGN_OR_RETURN(PgResult r,
-                   pool_.Exec("SELECT b.task_id, coalesce(b.tenant, '') AS tenant, "
-                              "  count(e.*) AS total, "
-                              "  count(e.*) FILTER (WHERE e.state = 'done') AS done "
-                              "FROM batches b LEFT JOIN evaluations e USING (batch_id) "
-                              "WHERE b.batch_id = $1::uuid GROUP BY b.task_id, b.tenant",
-                              {batch_id}));
+  ASSIGN_OR_RETURN(PgResult r, pool_.Exec("SELECT b.task_id, coalesce(b.tenant, '') AS tenant, "
+                                          "  count(e.*) AS total, "
+                                          "  count(e.*) FILTER (WHERE e.state = 'done') AS done "
+                                          "FROM batches b LEFT JOIN evaluations e USING (batch_id) "
+                                          "WHERE b.batch_id = $1::uuid GROUP BY b.task_id, b.tenant",
+                                          {batch_id}));
   if (r.rows() == 0) return absl::NotFoundError(absl::StrCat("no batch ", batch_id));
   BatchProgress p;
   p.task_id = r.Get(0, "task_id");
@@ -182,9 +181,7 @@ absl::StatusOr<std::vector<StoredEvaluation>> QueueStore::FinishedWhere(const ch
                        "FROM (SELECT 1) one LEFT JOIN LATERAL (SELECT",
                        kEvaluationColumns,
                        ", done_xid::text AS done_xid FROM evaluations "
-                       "  WHERE ",
-                       column,
-                       " = $1::uuid AND done_xid >= $2::xid8) f ON true "
+                       "  WHERE ", column, " = $1::uuid AND done_xid >= $2::xid8) f ON true "
                        "ORDER BY f.evaluation_id"),
           {id, std::to_string(cursor.xmin)}));
   uint64_t xmin = 0;

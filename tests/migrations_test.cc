@@ -358,6 +358,18 @@ TEST_F(ResearchRolesTest, TheCoordinatorsRoleStillSeesEverything) {
   EXPECT_EQ(Seen(*owner_, "count(*)", "evaluations"), (std::set<std::string>{"4"}));
   // And still writes: row-level security does not bind the tables' owner.
   EXPECT_TRUE(owner_->Exec("UPDATE evaluations SET speedup = 3").ok());
+  // A role that is neither owner nor research role (a dashboard's reader) is not filtered.
+  ASSERT_TRUE(owner_
+                  ->ExecScript("DROP ROLE IF EXISTS kforge_test_reader; "
+                               "CREATE ROLE kforge_test_reader LOGIN PASSWORD 'reader-secret'; "
+                               "GRANT SELECT ON best_per_task_gpu, evaluations, tasks "
+                               "  TO kforge_test_reader")
+                  .ok());
+  auto reader =
+      PgConnection::Connect(absl::StrCat("postgresql://kforge_test_reader:reader-secret@127.0.0.1:",
+                                         PgTestEnvironment::server().port(), "/research_roles"));
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  EXPECT_EQ(Seen(**reader, "task_id", "best_per_task_gpu").size(), 4u);
 }
 
 TEST_F(ResearchRolesTest, DroppedRoleIsGone) {

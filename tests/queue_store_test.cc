@@ -425,6 +425,26 @@ TEST_F(QueueStoreTest, PublicSpaceIsATenantOfItsOwnAndPriorityOrdersOnlyWithinAT
   EXPECT_EQ(Refs(Take(2)), (std::vector<std::string>{"urgent1", "pub1"}));
 }
 
+TEST_F(QueueStoreTest, RequeuedEvaluationsStayTheirTenants) {
+  ASSERT_TRUE(queue_->Enqueue(TenantBatch(3, "a", "A"), 100).ok());
+  auto held = Take(3);
+  ASSERT_EQ(held.size(), 3u);
+  EXPECT_EQ(Scalar("SELECT string_agg(DISTINCT tenant, ',') FROM leases"), "A");
+  ASSERT_TRUE(queue_->Release(held[0].lease_id, worker_).ok());
+  ASSERT_TRUE(pool_
+                  ->Exec("UPDATE leases SET deadline = now() - interval '1 s' WHERE lease_id = $1",
+                         {held[1].lease_id})
+                  .ok());
+  ASSERT_TRUE(queue_->ReclaimExpired().ok());
+  ASSERT_TRUE(queue_->ReleaseWorkerLeases(worker_).ok());
+  EXPECT_EQ(Scalar("SELECT count(*) || ' ' || string_agg(DISTINCT tenant, ',') FROM eval_queue"),
+            "3 A");
+  // The tenant's quota counts them again.
+  auto over = queue_->Enqueue(TenantBatch(1, "more", "A"), 100, 3);
+  EXPECT_EQ(over.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(queue_->Enqueue(TenantBatch(1, "b", "B"), 100, 3).ok());
+}
+
 // Two coordinators leasing concurrently: the share is of slots, not of leases (a leaser that
 // holds B's lease longer makes the other lease A's meanwhile), so this checks what
 // concurrency could break: every item leased once, none lost.
