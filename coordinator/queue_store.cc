@@ -37,6 +37,15 @@ constexpr char kEvaluationColumns[] =
     "  " KFORGE_PG_RFC3339("finished_at") " AS finished, "
     "  result::text AS result ";
 
+// An evaluation going (back) into the queue: a CTE `e` over evaluations AS e ends with
+// kToQueue, and kQueueInsert then inserts its queue row.
+constexpr char kToQueue[] =
+    " RETURNING e.evaluation_id, e.gpu_type, e.priority, e.batch_seq, e.enqueued_at, "
+    "  coalesce(e.tenant, '') AS tenant";
+constexpr char kQueueInsert[] =
+    " INSERT INTO eval_queue (evaluation_id, gpu_type, priority, batch_seq, enqueued_at, tenant) "
+    " SELECT evaluation_id, gpu_type, priority, batch_seq, enqueued_at, tenant FROM e ";
+
 StoredEvaluation ParseEvaluation(const PgResult& r, int i) {
   StoredEvaluation e;
   e.evaluation_id = r.GetInt(i, "evaluation_id");
@@ -67,9 +76,8 @@ absl::StatusOr<EnqueuedBatch> QueueStore::Enqueue(const BatchSpec& spec, int64_t
     ASSIGN_OR_RETURN(PgResult check,
                      c.Exec("SELECT EXISTS (SELECT 1 FROM tasks WHERE task_id = $1) AS task, "
                             "  (SELECT count(*) FROM eval_queue) AS depth, "
-                            "  (SELECT count(*) FROM eval_queue q JOIN evaluations e "
-                            "     USING (evaluation_id) JOIN batches b USING (batch_id) "
-                            "   WHERE $2 <> '' AND b.tenant = $2) AS tenant_depth",
+                            "  (SELECT count(*) FROM eval_queue "
+                            "   WHERE $2 <> '' AND tenant = $2) AS tenant_depth",
                             {spec.task_id, spec.tenant}));
     if (check.Get(0, "task") != "t") {
       return absl::NotFoundError(
@@ -112,22 +120,22 @@ absl::StatusOr<EnqueuedBatch> QueueStore::Enqueue(const BatchSpec& spec, int64_t
     // also the order of their ids. A candidate given twice is evaluated once.
     ASSIGN_OR_RETURN(
         PgResult queued,
-        c.Exec("WITH input AS ("
-               "  SELECT c.id, c.ref, g.gpu, "
-               "    ((c.n - 1) * cardinality($3::text[]) + g.n - 1)::int AS seq "
-               "  FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS c(id, ref, n) "
-               "  CROSS JOIN unnest($3::text[]) WITH ORDINALITY AS g(gpu, n)), "
-               "e AS (INSERT INTO evaluations (candidate_id, task_id, batch_id, job_id, "
-               "    client_ref, gpu_type, settings, priority, batch_seq) "
-               "  SELECT id, $4, $5, $6, ref, gpu, $7::jsonb, $8, seq FROM input ORDER BY seq "
-               "  ON CONFLICT (batch_id, candidate_id, gpu_type) DO NOTHING "
-               "  RETURNING evaluation_id, gpu_type, priority, batch_seq, enqueued_at), "
-               "q AS (INSERT INTO eval_queue (evaluation_id, gpu_type, priority, batch_seq, "
-               "    enqueued_at) "
-               "  SELECT evaluation_id, gpu_type, priority, batch_seq, enqueued_at FROM e) "
-               "SELECT gpu_type, count(*) AS n FROM e GROUP BY gpu_type",
-               {PgTextArray(ids), PgTextArray(refs), PgTextArray(spec.gpu_types), spec.task_id,
-                out.batch_id, job, spec.settings_json, std::to_string(spec.priority)}));
+        c.Exec(
+            absl::StrCat(
+                "WITH input AS ("
+                "  SELECT c.id, c.ref, g.gpu, "
+                "    ((c.n - 1) * cardinality($3::text[]) + g.n - 1)::int AS seq "
+                "  FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS c(id, ref, n) "
+                "  CROSS JOIN unnest($3::text[]) WITH ORDINALITY AS g(gpu, n)), "
+                "e AS (INSERT INTO evaluations AS e (candidate_id, task_id, batch_id, job_id, "
+                "    client_ref, gpu_type, settings, priority, batch_seq, tenant) "
+                "  SELECT id, $4, $5, $6, ref, gpu, $7::jsonb, $8, seq, nullif($9, '') "
+                "  FROM input ORDER BY seq "
+                "  ON CONFLICT (batch_id, candidate_id, gpu_type) DO NOTHING",
+                kToQueue, "), q AS (", kQueueInsert,
+                ") SELECT gpu_type, count(*) AS n FROM e GROUP BY gpu_type"),
+            {PgTextArray(ids), PgTextArray(refs), PgTextArray(spec.gpu_types), spec.task_id,
+             out.batch_id, job, spec.settings_json, std::to_string(spec.priority), spec.tenant}));
     for (int i = 0; i < queued.rows(); ++i) {
       out.queued_per_type[queued.Get(i, "gpu_type")] = queued.GetInt(i, "n");
       out.evaluations += static_cast<int>(queued.GetInt(i, "n"));
@@ -226,43 +234,85 @@ absl::StatusOr<std::vector<StoredEvaluation>> QueueStore::Query(const Evaluation
 
 namespace {
 
-// The lease statement's common part: $1 worker id, $2 its GPU type, $3 the lease timeout; a
-// worker an operator drained (workers.drained_at) is granted nothing. The number of leases is
-// a literal, so that a prepared statement's generic plan knows how few rows it handles. Each lane (own type, "any") is read in eval_queue_lane_idx order, locking
-// at most that many rows; the best of both are taken. Defines `granted` and `passed`.
-std::string LeaseCtes(int n) {
+// The lease statement's common part: $1 worker id, $2 its GPU type, $3 the lease timeout; the
+// number of leases is a literal, so that a prepared statement's generic plan knows how few
+// rows it handles. A worker an operator drained (workers.drained_at) has no lanes, so it is
+// granted nothing. Fair share between tenants, then today's order within each tenant:
+//  waiting   the (lane, tenant) pairs with queued work, a lane being the worker's GPU type or
+//            "any"; found by skipping through eval_queue_tenant_lane_idx, one probe per pair
+//  inflight  each tenant's leases held by workers of this GPU type (less the lease that
+//            `released`, a CTE of the enclosing statement, just deleted, when given)
+//  cands     per pair, its first n rows in lane order, FOR UPDATE SKIP LOCKED: n per tenant, not
+//            fewer, so that rows locked by a concurrent leaser never leave a worker without work
+//            that another tenant has queued
+//  picked    the n rows of lowest share key: a tenant's in-flight count plus the row's rank
+//            among the tenant's candidates, so the tenant with the least in flight gets the
+//            next lease and n leases are spread as n single leases one after another would be;
+//            equal keys go to the tenant served least recently on this GPU type
+//            (tenant_shares), then to the row that waited longest
+//  served    tenant_shares set to now() for the tenants leased to
+// Defines `granted` and `passed`.
+std::string LeaseCtes(int n, const char* released = nullptr) {
   const std::string limit = std::to_string(std::max(n, 0));
   return absl::StrCat(
       "drained AS (SELECT 1 FROM workers WHERE worker_id = $1::uuid AND drained_at IS NOT NULL), "
-      "own AS (SELECT evaluation_id, priority, batch_seq, enqueued_at FROM eval_queue "
-      "  WHERE gpu_type = $2 AND NOT EXISTS (SELECT 1 FROM drained) ORDER BY priority DESC, batch_seq, enqueued_at, evaluation_id "
-      "  LIMIT ",
+      "lanes AS (SELECT gpu_type FROM (SELECT $2::text AS gpu_type UNION ALL "
+      "  SELECT 'any' WHERE $2 <> 'any') l WHERE NOT EXISTS (SELECT 1 FROM drained)), "
+      "waiting AS (SELECT w.* FROM lanes CROSS JOIN LATERAL ("
+      "  WITH RECURSIVE t AS ("
+      "    (SELECT q.tenant FROM eval_queue q WHERE q.gpu_type = lanes.gpu_type "
+      "     ORDER BY q.tenant LIMIT 1) "
+      "    UNION ALL "
+      "    SELECT (SELECT q.tenant FROM eval_queue q "
+      "      WHERE q.gpu_type = lanes.gpu_type AND q.tenant > t.tenant ORDER BY q.tenant LIMIT 1) "
+      "    FROM t WHERE t.tenant IS NOT NULL) "
+      "  SELECT lanes.gpu_type, t.tenant FROM t WHERE t.tenant IS NOT NULL) w), "
+      "inflight AS (SELECT tenant, sum(n) AS n FROM ("
+      "  SELECT l.tenant, 1 AS n FROM leases l JOIN workers w USING (worker_id) "
+      "  WHERE w.gpu_type = $2",
+      released ? absl::StrCat(" UNION ALL SELECT tenant, -1 FROM ", released) : "",
+      ") counted GROUP BY tenant), "
+      "cands AS (SELECT wt.gpu_type AS lane, wt.tenant, coalesce(i.n, 0) AS inflight, "
+      "  s.last_leased_at, c.* "
+      "  FROM waiting wt LEFT JOIN inflight i USING (tenant) "
+      "  LEFT JOIN tenant_shares s ON s.gpu_type = $2 AND s.tenant = wt.tenant "
+      "  CROSS JOIN LATERAL ("
+      "    SELECT q.evaluation_id, q.priority, q.batch_seq, q.enqueued_at FROM eval_queue q "
+      "    WHERE q.gpu_type = wt.gpu_type AND q.tenant = wt.tenant "
+      "    ORDER BY q.priority DESC, q.batch_seq, q.enqueued_at, q.evaluation_id "
+      "    LIMIT ",
       limit,
-      " FOR UPDATE SKIP LOCKED), "
-      "shared AS (SELECT evaluation_id, priority, batch_seq, enqueued_at FROM eval_queue "
-      "  WHERE gpu_type = 'any' AND $2 <> 'any' AND NOT EXISTS (SELECT 1 FROM drained) "
-      "  ORDER BY priority DESC, batch_seq, enqueued_at, evaluation_id "
-      "  LIMIT ",
-      limit,
-      " FOR UPDATE SKIP LOCKED), "
-      "picked AS (SELECT evaluation_id FROM (SELECT * FROM own UNION ALL SELECT * FROM shared) "
-      "  lanes ORDER BY priority DESC, batch_seq, enqueued_at, evaluation_id LIMIT ",
+      " FOR UPDATE SKIP LOCKED) c), "
+      "picked AS (SELECT evaluation_id FROM (SELECT evaluation_id, enqueued_at, last_leased_at, "
+      "    inflight + row_number() OVER (PARTITION BY tenant "
+      "      ORDER BY priority DESC, batch_seq, enqueued_at, evaluation_id) AS share_key "
+      "  FROM cands) ranked "
+      "  ORDER BY share_key, last_leased_at NULLS FIRST, enqueued_at, evaluation_id LIMIT ",
       limit,
       "), "
       "gone AS (DELETE FROM eval_queue q USING picked p "
-      "  WHERE q.evaluation_id = p.evaluation_id RETURNING q.evaluation_id, q.gpu_type), "
+      "  WHERE q.evaluation_id = p.evaluation_id "
+      "  RETURNING q.evaluation_id, q.gpu_type, q.tenant), "
       "upd AS (UPDATE evaluations e SET state = 'leased', attempts = e.attempts + 1 "
       "  FROM gone g WHERE e.evaluation_id = g.evaluation_id "
       "  RETURNING e.evaluation_id, e.attempts, e.task_id, e.candidate_id, e.settings, "
-      "  e.priority, e.batch_seq, e.enqueued_at, "
+      "  e.priority, e.batch_seq, e.enqueued_at, g.tenant, "
       "  extract(epoch FROM now() - e.enqueued_at) AS waited_s), "
-      "ins AS (INSERT INTO leases (evaluation_id, worker_id, attempt, deadline) "
-      "  SELECT evaluation_id, $1::uuid, attempts, now() + make_interval(secs => $3::float8) "
-      "  FROM upd RETURNING lease_id, evaluation_id), "
+      "ins AS (INSERT INTO leases (evaluation_id, worker_id, attempt, deadline, tenant) "
+      "  SELECT evaluation_id, $1::uuid, attempts, now() + make_interval(secs => $3::float8), "
+      "  tenant FROM upd RETURNING lease_id, evaluation_id), "
+      "served_new AS (INSERT INTO tenant_shares (gpu_type, tenant, last_leased_at) "
+      "  SELECT DISTINCT $2, tenant, now() FROM gone ON CONFLICT DO NOTHING), "
+      "served_lock AS (SELECT s.gpu_type, s.tenant FROM tenant_shares s "
+      "  WHERE s.gpu_type = $2 AND s.tenant IN (SELECT tenant FROM gone) "
+      "  FOR UPDATE SKIP LOCKED), "
+      "served AS (UPDATE tenant_shares s SET last_leased_at = now() FROM served_lock k "
+      "  WHERE s.gpu_type = k.gpu_type AND s.tenant = k.tenant), "
       "passed AS (SELECT "
-      "  (SELECT count(*) FROM own) - (SELECT count(*) FROM gone WHERE gpu_type = $2) AS own, "
-      "  (SELECT count(*) FROM shared) - (SELECT count(*) FROM gone WHERE gpu_type <> $2) "
-      "  AS shared), "
+      "  (SELECT count(*) FROM cands WHERE lane = $2) - "
+      "  (SELECT count(*) FROM gone WHERE gpu_type = $2) AS own, "
+      "  (SELECT count(*) FROM cands WHERE lane <> $2) - "
+      "  (SELECT count(*) FROM gone WHERE gpu_type <> $2) AS shared), "
       "granted AS (SELECT ins.lease_id, upd.evaluation_id, upd.attempts, t.name, "
       "  t.source AS task_source, t.options::text AS options, c.source AS cand_source, c.dialect, "
       "  upd.settings::text AS settings, upd.waited_s, upd.priority, upd.batch_seq, "
@@ -350,7 +400,7 @@ absl::StatusOr<Completion> QueueStore::CompleteAndLease(const std::string& lease
       pool_.ExecPrepared(
           absl::StrCat(
               "WITH l AS (DELETE FROM leases WHERE lease_id = $4::uuid AND worker_id = $1::uuid "
-              "  RETURNING evaluation_id), "
+              "  RETURNING evaluation_id, tenant), "
               "done AS (UPDATE evaluations e SET state = 'done', ",
               ResultColumnAssignments(6),
               ", result = $5::jsonb, system_info = ($5::jsonb)->'system', "
@@ -359,7 +409,7 @@ absl::StatusOr<Completion> QueueStore::CompleteAndLease(const std::string& lease
               "  done_xid = pg_current_xact_id() "
               "  FROM l WHERE e.evaluation_id = l.evaluation_id AND e.state = 'leased' "
               "  RETURNING e.batch_id), ",
-              LeaseCtes(next.max_leases),
+              LeaseCtes(next.max_leases, "l"),
               "SELECT (SELECT batch_id::text FROM done) AS done_batch, "
               "  passed.own AS passed_own, passed.shared AS passed_shared, g.* "
               "FROM passed LEFT JOIN granted g ON true",
@@ -373,21 +423,16 @@ absl::StatusOr<Completion> QueueStore::CompleteAndLease(const std::string& lease
 }
 
 absl::StatusOr<std::string> QueueStore::Release(const std::string& lease_id,
-                                                const std::string& worker_id,
-                                                bool count_attempt) {
+                                                const std::string& worker_id, bool count_attempt) {
   ASSIGN_OR_RETURN(
-      PgResult r,
-      pool_.ExecPrepared(
-          "WITH l AS (DELETE FROM leases WHERE lease_id = $1::uuid AND worker_id = $2::uuid "
-          "  RETURNING evaluation_id), "
-          "e AS (UPDATE evaluations e SET state = 'queued', "
-          "  attempts = e.attempts - CASE WHEN $3::bool THEN 0 ELSE 1 END "
-          "  FROM l WHERE e.evaluation_id = l.evaluation_id "
-          "  RETURNING e.evaluation_id, e.gpu_type, e.priority, e.batch_seq, e.enqueued_at) "
-          "INSERT INTO eval_queue (evaluation_id, gpu_type, priority, batch_seq, enqueued_at) "
-          "SELECT evaluation_id, gpu_type, priority, batch_seq, enqueued_at FROM e "
-          "RETURNING gpu_type",
-          {lease_id, worker_id, count_attempt ? "true" : "false"}));
+      PgResult r, pool_.ExecPrepared(
+                      absl::StrCat("WITH l AS (DELETE FROM leases WHERE lease_id = $1::uuid "
+                                   "  AND worker_id = $2::uuid RETURNING evaluation_id), "
+                                   "e AS (UPDATE evaluations e SET state = 'queued', "
+                                   "  attempts = e.attempts - CASE WHEN $3::bool THEN 0 ELSE 1 END "
+                                   "  FROM l WHERE e.evaluation_id = l.evaluation_id",
+                                   kToQueue, ")", kQueueInsert, "RETURNING gpu_type"),
+                      {lease_id, worker_id, count_attempt ? "true" : "false"}));
   return r.rows() == 0 ? std::string() : r.Get(0, "gpu_type");
 }
 
@@ -395,16 +440,14 @@ absl::StatusOr<std::map<std::string, int64_t>> QueueStore::ReleaseWorkerLeases(
     const std::string& worker_id) {
   ASSIGN_OR_RETURN(
       PgResult r,
-      pool_.Exec("WITH l AS (DELETE FROM leases WHERE worker_id = $1::uuid RETURNING evaluation_id), "
-                 "e AS (UPDATE evaluations e SET state = 'queued', attempts = e.attempts - 1 "
-                 "  FROM l WHERE e.evaluation_id = l.evaluation_id AND e.state = 'leased' "
-                 "  RETURNING e.evaluation_id, e.gpu_type, e.priority, e.batch_seq, e.enqueued_at), "
-                 "q AS (INSERT INTO eval_queue (evaluation_id, gpu_type, priority, batch_seq, "
-                 "    enqueued_at) "
-                 "  SELECT evaluation_id, gpu_type, priority, batch_seq, enqueued_at FROM e "
-                 "  RETURNING gpu_type) "
-                 "SELECT gpu_type, count(*) AS n FROM q GROUP BY gpu_type",
-                 {worker_id}));
+      pool_.Exec(
+          absl::StrCat(
+              "WITH l AS (DELETE FROM leases WHERE worker_id = $1::uuid RETURNING evaluation_id), "
+              "e AS (UPDATE evaluations e SET state = 'queued', attempts = e.attempts - 1 "
+              "  FROM l WHERE e.evaluation_id = l.evaluation_id AND e.state = 'leased'",
+              kToQueue, "), q AS (", kQueueInsert,
+              "RETURNING gpu_type) SELECT gpu_type, count(*) AS n FROM q GROUP BY gpu_type"),
+          {worker_id}));
   std::map<std::string, int64_t> out;
   for (int i = 0; i < r.rows(); ++i) out[r.Get(i, "gpu_type")] = r.GetInt(i, "n");
   return out;
@@ -438,12 +481,9 @@ absl::StatusOr<ReclaimStats> QueueStore::ReclaimExpired() {
     // Back to the queue at the position it had: same batch_seq and enqueue time.
     ASSIGN_OR_RETURN(
         PgResult back,
-        c.Exec("WITH e AS (UPDATE evaluations SET state = 'queued' "
-               "  WHERE evaluation_id = ANY($1::bigint[]) AND state = 'leased' "
-               "  RETURNING evaluation_id, gpu_type, priority, batch_seq, enqueued_at) "
-               "INSERT INTO eval_queue (evaluation_id, gpu_type, priority, batch_seq, enqueued_at) "
-               "SELECT evaluation_id, gpu_type, priority, batch_seq, enqueued_at FROM e "
-               "RETURNING gpu_type",
+        c.Exec(absl::StrCat("WITH e AS (UPDATE evaluations e SET state = 'queued' "
+                            "  WHERE evaluation_id = ANY($1::bigint[]) AND state = 'leased'",
+                            kToQueue, ")", kQueueInsert, "RETURNING gpu_type"),
                {array}));
     stats.requeued = back.rows();
     for (int i = 0; i < back.rows(); ++i) ++stats.requeued_per_type[back.Get(i, "gpu_type")];

@@ -4,11 +4,14 @@
 //
 //  Enqueue     one transaction: batch row, candidates (content-addressed), one evaluation per
 //              candidate x GPU type, one queue row each, inserted a statement per table
-//  Lease       FOR UPDATE SKIP LOCKED over the two lanes a worker may take from (its own GPU
-//              type and "any"), each read in the order of eval_queue_lane_idx: priority, then
-//              position within the batch (so batches interleave), then age; the best of both;
-//              nothing for a worker an operator drained (workers.drained_at, read in the same
-//              statement, so every coordinator honours a drain at once)
+//  Lease       fair share between tenants first: each lease goes to the tenant with the fewest
+//              evaluations in flight on workers of the asking worker's GPU type, among the
+//              tenants with queued work in the two lanes it may take from (its own GPU type and
+//              "any"); within a tenant, the order of eval_queue_tenant_lane_idx: priority, then
+//              position within the batch (so batches interleave), then age. FOR UPDATE SKIP
+//              LOCKED over each tenant's first rows of each lane, one statement; nothing for a
+//              worker an operator drained (workers.drained_at, read in the same statement, so
+//              every coordinator honours a drain at once)
 //  CompleteAndLease
 //              deletes the lease and stores the result only if the lease still exists (a late
 //              result of a reclaimed lease is dropped, so a result is stored once), and leases
@@ -115,7 +118,7 @@ struct StoredEvaluation {
 struct EvaluationFilter {
   std::string task_id, job_id, candidate_id, gpu_type;
   std::vector<std::string> tenants;  // of the evaluations' batches; empty: every tenant
-  std::string verdict;  // "ok", "incorrect", ...
+  std::string verdict;               // "ok", "incorrect", ...
   int limit = 100;
 };
 

@@ -1,7 +1,9 @@
 // migrations/ against a real PostgreSQL: the schema they create, idempotence, and the
 // refusals (a newer database, an edited migration). Each test gets its own database.
+#include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/pg.h"
@@ -245,6 +247,141 @@ TEST(MigrationsTest, AFailingMigrationIsRolledBackAndNamed) {
   auto version = SchemaVersion(*conn);
   ASSERT_TRUE(version.ok()) << version.status();
   EXPECT_EQ(*version, NewestVersion());
+}
+
+// Research roles (migration 0010): tenants A and B, the public space and rows no tenant owns,
+// each with a task, a job and one ok evaluation; a job candidate's prompt per job.
+class ResearchRolesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto url = PgTestEnvironment::server().CreateDatabase("research_roles");
+    ASSERT_TRUE(url.ok()) << url.status();
+    auto conn = PgConnection::Connect(*url);
+    ASSERT_TRUE(conn.ok()) << conn.status();
+    owner_ = std::move(conn).value();
+    ASSERT_TRUE(ApplyMigrations(*owner_, EmbeddedMigrations()).ok());
+    absl::Status inserted = owner_->ExecScript(R"sql(
+      INSERT INTO tasks (task_id, name, source)
+        SELECT 't_' || x, 'task_' || x, 'secret source ' || x
+        FROM unnest(ARRAY['A', 'B', 'public', 'none']) x;
+      INSERT INTO candidates (candidate_id, source, dialect)
+        SELECT 'c_' || x, 'secret kernel ' || x, 'nvrtc'
+        FROM unnest(ARRAY['A', 'B', 'public', 'none']) x;
+      INSERT INTO jobs (job_id, task_id, gpu_types, strategy, tenant)
+        SELECT ('00000000-0000-0000-0000-00000000000' || n)::uuid, 't_' || x, '{H200}',
+               'contrastive', nullif(x, 'none')
+        FROM unnest(ARRAY['A', 'B', 'public', 'none']) WITH ORDINALITY AS u(x, n);
+      INSERT INTO job_candidates (job_id, candidate_id, round, prompt)
+        SELECT job_id, 'c_' || coalesce(tenant, 'none'), 1, 'secret prompt' FROM jobs;
+      INSERT INTO batches (batch_id, task_id, job_id, tenant)
+        SELECT job_id, task_id, job_id, tenant FROM jobs;
+      INSERT INTO evaluations (candidate_id, task_id, batch_id, job_id, gpu_type,
+                               ran_on_gpu_type, state, verdict, speedup, speedup_clock,
+                               speedup_call, tenant, finished_at)
+        SELECT 'c_' || coalesce(tenant, 'none'), task_id, batch_id, job_id, 'H200', 'H200',
+               'done', 'ok', 2.0, 'call', 2.0, tenant, now()
+        FROM batches;)sql");
+    ASSERT_TRUE(inserted.ok()) << inserted;
+  }
+
+  // Creates a research role of `tenant` and connects as it.
+  std::unique_ptr<PgConnection> ConnectAsResearcher(const std::string& tenant) {
+    auto made = owner_->Exec("SELECT * FROM kforge_create_research_role($1)", {tenant});
+    EXPECT_TRUE(made.ok()) << made.status();
+    if (!made.ok()) return nullptr;
+    std::string role = made->Get(0, "role_name");
+    EXPECT_THAT(role, ::testing::StartsWith("kforge_research_"));
+    roles_.push_back(role);
+    auto conn = PgConnection::Connect(
+        absl::StrCat("postgresql://", role, ":", made->Get(0, "password"),
+                     "@127.0.0.1:", PgTestEnvironment::server().port(), "/research_roles"));
+    EXPECT_TRUE(conn.ok()) << conn.status();
+    return conn.ok() ? std::move(conn).value() : nullptr;
+  }
+
+  // The view's rows, each as the tasks (or jobs) they are about.
+  static std::set<std::string> Seen(PgConnection& conn, const std::string& column,
+                                    const std::string& relation) {
+    return Names(conn, absl::StrCat("SELECT ", column, "::text FROM ", relation));
+  }
+
+  std::unique_ptr<PgConnection> owner_;  // a superuser, as in the tests' coordinators
+  std::vector<std::string> roles_;
+};
+
+TEST_F(ResearchRolesTest, EachTenantsRoleSeesItsOwnAndPublicRowsInEveryView) {
+  for (const std::string& tenant : std::vector<std::string>{"A", "B"}) {
+    SCOPED_TRACE(tenant);
+    auto conn = ConnectAsResearcher(tenant);
+    ASSERT_NE(conn, nullptr);
+    const std::set<std::string> tasks = {"t_" + tenant, "t_public"};
+    EXPECT_EQ(Seen(*conn, "task_id", "best_per_task_gpu"), tasks);
+    EXPECT_EQ(Seen(*conn, "task_id", "best_per_task_gpu_clock"), tasks);
+    EXPECT_THAT(Seen(*conn, "gpu_type || '/' || tasks_solved", "leaderboard"),
+                ElementsAre("H200/2"));
+    EXPECT_THAT(Seen(*conn, "clock || '/' || tasks_solved", "leaderboard_by_clock"),
+                ElementsAre("call/2"));
+    EXPECT_EQ(Seen(*conn, "job_id", "job_trajectory").size(), 2u);
+    EXPECT_EQ(Seen(*conn, "coalesce(tenant, 'none')", "evaluations"),
+              (std::set<std::string>{tenant, "public"}));
+    EXPECT_EQ(Seen(*conn, "name", "tasks"),
+              (std::set<std::string>{"task_" + tenant, "task_public"}));
+    EXPECT_EQ(Seen(*conn, "round", "job_candidates"), (std::set<std::string>{"1"}));
+    EXPECT_EQ(Names(*conn, "SELECT count(*)::text FROM job_candidates"),
+              (std::set<std::string>{"2"}));
+  }
+}
+
+TEST_F(ResearchRolesTest, ARoleReadsNoOtherTableAndWritesNothing) {
+  auto conn = ConnectAsResearcher("A");
+  ASSERT_NE(conn, nullptr);
+  for (const char* sql :
+       {"SELECT source FROM tasks", "SELECT prompt FROM job_candidates", "SELECT * FROM jobs",
+        "SELECT * FROM batches", "SELECT * FROM candidates", "SELECT * FROM api_tokens",
+        "SELECT * FROM audit_log", "SELECT * FROM eval_queue", "SELECT * FROM leases",
+        "SELECT * FROM tenant_shares", "UPDATE evaluations SET speedup = 1000",
+        "DELETE FROM evaluations", "INSERT INTO research_roles VALUES ('x', 'B')",
+        "SELECT kforge_create_research_role('B')"}) {
+    auto r = conn->Exec(sql);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInternal) << sql;
+    EXPECT_THAT(std::string(r.status().message()), HasSubstr("42501")) << sql;
+  }
+  // Its own mapping row only.
+  EXPECT_THAT(Names(*conn, "SELECT tenant FROM research_roles"), ElementsAre("A"));
+}
+
+TEST_F(ResearchRolesTest, TheCoordinatorsRoleStillSeesEverything) {
+  ASSERT_NE(ConnectAsResearcher("A"), nullptr);
+  EXPECT_EQ(Seen(*owner_, "task_id", "best_per_task_gpu"),
+            (std::set<std::string>{"t_A", "t_B", "t_public", "t_none"}));
+  EXPECT_EQ(Seen(*owner_, "job_id", "job_trajectory").size(), 4u);
+  EXPECT_EQ(Seen(*owner_, "count(*)", "evaluations"), (std::set<std::string>{"4"}));
+  // And still writes: row-level security does not bind the tables' owner.
+  EXPECT_TRUE(owner_->Exec("UPDATE evaluations SET speedup = 3").ok());
+  // A role that is neither owner nor research role (a dashboard's reader) is not filtered.
+  ASSERT_TRUE(owner_
+                  ->ExecScript("DROP ROLE IF EXISTS kforge_test_reader; "
+                               "CREATE ROLE kforge_test_reader LOGIN PASSWORD 'reader-secret'; "
+                               "GRANT SELECT ON best_per_task_gpu, evaluations, tasks "
+                               "  TO kforge_test_reader")
+                  .ok());
+  auto reader =
+      PgConnection::Connect(absl::StrCat("postgresql://kforge_test_reader:reader-secret@127.0.0.1:",
+                                         PgTestEnvironment::server().port(), "/research_roles"));
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  EXPECT_EQ(Seen(**reader, "task_id", "best_per_task_gpu").size(), 4u);
+}
+
+TEST_F(ResearchRolesTest, DroppedRoleIsGone) {
+  ASSERT_NE(ConnectAsResearcher("B"), nullptr);
+  auto dropped = owner_->Exec("SELECT kforge_drop_research_role($1)", {roles_.back()});
+  ASSERT_TRUE(dropped.ok()) << dropped.status();
+  EXPECT_THAT(Names(*owner_, "SELECT count(*)::text FROM research_roles"), ElementsAre("0"));
+  EXPECT_THAT(Names(*owner_, absl::StrCat("SELECT count(*)::text FROM pg_roles WHERE rolname = '",
+                                          roles_.back(), "'")),
+              ElementsAre("0"));
+  auto unknown = owner_->Exec("SELECT kforge_drop_research_role('postgres')");
+  EXPECT_THAT(std::string(unknown.status().message()), HasSubstr("is not a research role"));
 }
 
 }  // namespace

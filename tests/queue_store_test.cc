@@ -2,6 +2,7 @@
 // in between (distributed_test covers the same through the services).
 #include "coordinator/queue_store.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <thread>
@@ -73,6 +74,23 @@ class QueueStoreTest : public ::testing::Test {
     r.set_verdict(v1::VERDICT_OK);
     r.set_speedup(1.5);
     return queue_->CompleteAndLease(lease.lease_id, r, {worker_, "H200", next, 30});
+  }
+
+  BatchSpec TenantBatch(int n, const std::string& tag, const std::string& tenant) {
+    BatchSpec b = Batch(n, tag);
+    b.tenant = tenant;
+    b.owner = tenant + "-researcher";
+    return b;
+  }
+
+  // The tenant and the batch of each grant's evaluation.
+  std::string TenantOf(const LeaseGrant& g) {
+    return Scalar("SELECT coalesce(tenant, '') FROM evaluations WHERE evaluation_id = " +
+                  std::to_string(g.evaluation_id));
+  }
+  std::string BatchOf(const LeaseGrant& g) {
+    return Scalar("SELECT batch_id FROM evaluations WHERE evaluation_id = " +
+                  std::to_string(g.evaluation_id));
   }
 
   std::string Scalar(const std::string& sql) {
@@ -325,6 +343,146 @@ TEST_F(QueueStoreTest, JobCursorReadsEachResultOfEveryBatchOfTheJobOnce) {
   ASSERT_EQ(read->size(), 1u);
   EXPECT_EQ(read->front().evaluation_id, held[0].evaluation_id);
   EXPECT_EQ(cursor.delivered, 3);
+}
+
+// Fair share between tenants: tenant A has ten batches, tenant B one, all of five items.
+// Fairness between batches alone would give B one lease in eleven; between tenants B gets
+// every other lease while it has work, and A's leases still interleave A's batches.
+TEST_F(QueueStoreTest, TenantsShareAOneSlotWorkerWhateverTheirNumberOfBatches) {
+  std::set<std::string> a_batches;
+  for (int i = 0; i < 10; ++i) {
+    auto b = queue_->Enqueue(TenantBatch(5, "a" + std::to_string(i) + "_", "A"), 1000);
+    ASSERT_TRUE(b.ok()) << b.status();
+    a_batches.insert(b->batch_id);
+  }
+  ASSERT_TRUE(queue_->Enqueue(TenantBatch(5, "b", "B"), 1000).ok());
+  // One slot: lease one, complete it and lease the next in the same statement.
+  std::vector<LeaseGrant> order = Take(1);
+  ASSERT_EQ(order.size(), 1u);
+  while (true) {
+    auto done = Finish(order.back(), 1);
+    ASSERT_TRUE(done.ok()) << done.status();
+    if (done->next.grants.empty()) break;
+    order.push_back(done->next.grants.front());
+  }
+  ASSERT_EQ(order.size(), 55u);
+  std::string tenants;
+  for (const LeaseGrant& g : order) tenants += TenantOf(g);
+  EXPECT_EQ(tenants.substr(0, 10), "ABABABABAB");
+  EXPECT_EQ(tenants.substr(10), std::string(45, 'A'));
+  // Within A, by today's batch fairness: the first item of each of A's ten batches before
+  // any batch's second.
+  std::vector<std::string> a_order;
+  for (const LeaseGrant& g : order) {
+    if (TenantOf(g) == "A") a_order.push_back(BatchOf(g));
+  }
+  EXPECT_EQ(std::set<std::string>(a_order.begin(), a_order.begin() + 10), a_batches);
+  EXPECT_EQ(std::set<std::string>(a_order.begin() + 10, a_order.begin() + 20), a_batches);
+}
+
+TEST_F(QueueStoreTest, LeasesGoToTheTenantWithTheLeastInFlight) {
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(queue_->Enqueue(TenantBatch(5, "a" + std::to_string(i) + "_", "A"), 1000).ok());
+  }
+  ASSERT_TRUE(queue_->Enqueue(TenantBatch(10, "b", "B"), 1000).ok());
+  auto sorted_tenants = [&](const std::vector<LeaseGrant>& grants) {
+    std::string out;
+    for (const LeaseGrant& g : grants) out += TenantOf(g);
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  // Four slots at once, nothing in flight: two each.
+  EXPECT_EQ(sorted_tenants(Take(4)), "AABB");
+  // Another worker of this type holds three more of A's: B is three behind and gets the next
+  // three leases, then A and B are even (5 : 5) and the longer waiting A gets the fourth.
+  auto other = store_->RegisterWorker("host2", "H200", 4, "{}", "");
+  ASSERT_TRUE(other.ok());
+  ASSERT_TRUE(pool_
+                  ->Exec("WITH q AS (DELETE FROM eval_queue WHERE evaluation_id IN "
+                         "  (SELECT evaluation_id FROM eval_queue WHERE tenant = 'A' LIMIT 3) "
+                         "  RETURNING evaluation_id) "
+                         "INSERT INTO leases (evaluation_id, worker_id, attempt, deadline, tenant) "
+                         "SELECT evaluation_id, $1::uuid, 1, now() + interval '1 h', 'A' FROM q",
+                         {*other})
+                  .ok());
+  EXPECT_EQ(sorted_tenants(Take(4)), "ABBB");
+  // Leases held by workers of another GPU type do not count here: with A's moved to an A100
+  // worker, A has none in flight on H200 against B's five.
+  auto a100 = store_->RegisterWorker("host3", "A100", 8, "{}", "");
+  ASSERT_TRUE(a100.ok());
+  ASSERT_TRUE(
+      pool_->Exec("UPDATE leases SET worker_id = $1::uuid WHERE tenant = 'A'", {*a100}).ok());
+  EXPECT_EQ(sorted_tenants(Take(5)), "AAAAA");
+}
+
+TEST_F(QueueStoreTest, PublicSpaceIsATenantOfItsOwnAndPriorityOrdersOnlyWithinATenant) {
+  BatchSpec urgent = TenantBatch(3, "urgent", "A");
+  urgent.priority = 9;
+  ASSERT_TRUE(queue_->Enqueue(TenantBatch(3, "a", "A"), 100).ok());
+  ASSERT_TRUE(queue_->Enqueue(urgent, 100).ok());
+  ASSERT_TRUE(queue_->Enqueue(TenantBatch(3, "pub", "public"), 100).ok());
+  EXPECT_EQ(Refs(Take(2)), (std::vector<std::string>{"urgent0", "pub0"}));
+  EXPECT_EQ(Refs(Take(2)), (std::vector<std::string>{"urgent1", "pub1"}));
+}
+
+TEST_F(QueueStoreTest, RequeuedEvaluationsStayTheirTenants) {
+  ASSERT_TRUE(queue_->Enqueue(TenantBatch(3, "a", "A"), 100).ok());
+  auto held = Take(3);
+  ASSERT_EQ(held.size(), 3u);
+  EXPECT_EQ(Scalar("SELECT string_agg(DISTINCT tenant, ',') FROM leases"), "A");
+  ASSERT_TRUE(queue_->Release(held[0].lease_id, worker_).ok());
+  ASSERT_TRUE(pool_
+                  ->Exec("UPDATE leases SET deadline = now() - interval '1 s' WHERE lease_id = $1",
+                         {held[1].lease_id})
+                  .ok());
+  ASSERT_TRUE(queue_->ReclaimExpired().ok());
+  ASSERT_TRUE(queue_->ReleaseWorkerLeases(worker_).ok());
+  EXPECT_EQ(Scalar("SELECT count(*) || ' ' || string_agg(DISTINCT tenant, ',') FROM eval_queue"),
+            "3 A");
+  // The tenant's quota counts them again.
+  auto over = queue_->Enqueue(TenantBatch(1, "more", "A"), 100, 3);
+  EXPECT_EQ(over.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(queue_->Enqueue(TenantBatch(1, "b", "B"), 100, 3).ok());
+}
+
+// Two coordinators leasing concurrently: the share is of slots, not of leases (a leaser that
+// holds B's lease longer makes the other lease A's meanwhile), so this checks what
+// concurrency could break: every item leased once, none lost.
+TEST_F(QueueStoreTest, TwoLeasersOfTwoTenantsNeverShareAnItem) {
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(queue_->Enqueue(TenantBatch(10, "a" + std::to_string(i) + "_", "A"), 1000).ok());
+  }
+  ASSERT_TRUE(queue_->Enqueue(TenantBatch(20, "b", "B"), 1000).ok());
+  // Each leaser on its own pool, completing as it goes.
+  PgPool second(pool_->url(), 2);
+  QueueStore other(second);
+  std::vector<std::vector<std::string>> tenants(2);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&, t] {
+      QueueStore& q = t == 0 ? *queue_ : other;
+      v1::EvalResult r;
+      r.set_verdict(v1::VERDICT_OK);
+      r.set_speedup(1.5);
+      auto leased = q.Lease({worker_, "H200", 1, 30});
+      std::vector<LeaseGrant> mine = leased.ok() ? leased->grants : std::vector<LeaseGrant>{};
+      while (!mine.empty()) {
+        tenants[t].push_back(std::to_string(mine.front().evaluation_id));
+        auto done = q.CompleteAndLease(mine.front().lease_id, r, {worker_, "H200", 1, 30});
+        if (!done.ok()) return;
+        mine = done->next.grants;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  std::set<std::string> ids;
+  for (const auto& v : tenants) ids.insert(v.begin(), v.end());
+  EXPECT_EQ(tenants[0].size() + tenants[1].size(), 60u);
+  EXPECT_EQ(ids.size(), 60u);
+  EXPECT_EQ(Scalar("SELECT count(*) FROM evaluations WHERE state = 'done'"), "60");
+  EXPECT_EQ(Scalar("SELECT count(*) FROM leases"), "0");
+  // Both tenants were served by both leasers' statements: each tenant's share row exists.
+  EXPECT_EQ(Scalar("SELECT string_agg(tenant, ',' ORDER BY tenant) FROM tenant_shares"), "A,B");
 }
 
 }  // namespace
