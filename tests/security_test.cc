@@ -66,7 +66,9 @@ TEST(SecurityTest, AWorkerWithoutCredentialsOrTheWorkerRoleIsRefused) {
   EXPECT_EQ(anonymous.registered().error_code(), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_THAT(anonymous.registered().error_message(), StartsWith("no credentials"));
   anonymous.set_worker_id("00000000-0000-0000-0000-000000000000");
-  ASSERT_TRUE(anonymous.Connect());
+  // Its hello may not even be written: the coordinator ends a stream without credentials
+  // before reading it (seen on a loaded machine). What counts is how the stream ends.
+  anonymous.Connect();
   grpc::Status s = anonymous.Finish();
   EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << s.error_message();
 
