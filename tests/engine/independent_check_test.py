@@ -16,25 +16,9 @@ import pytest
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "independent_check.py")
 
-RELU_TASK = '''import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    def __init__(self):
-        super().__init__()
-
-    def forward(self, x):
-        return torch.relu(x)
-
-
-def get_inputs():
-    return [torch.randn(64, 256)]
-
-
-def get_init_inputs():
-    return []
-'''
+# The project's own tiny ReLU task (examples/tasks/tiny), not a copy of it.
+RELU_TASK = open(os.path.join(os.path.dirname(__file__), "..", "..", "examples", "tasks", "tiny",
+                              "tiny_relu.py")).read()
 
 RELU_CAND = '''import torch
 import torch.nn as nn
