@@ -10,11 +10,13 @@
 #include <fstream>
 #include <random>
 
+#include "absl/strings/str_join.h"
 #include "common/base/sha256.h"
 #include "gpu_worker/eval/candidate_client.h"
 #include "gpu_worker/eval/candidate_files.h"
 #include "gpu_worker/eval/compare.h"
 #include "gpu_worker/eval/cpp_dialect.h"
+#include "gpu_worker/eval/device_preroll.h"
 #include "gpu_worker/eval/model_io.h"
 #include "gpu_worker/eval/python_runtime.h"
 #include "gpu_worker/eval/runtime_rules.h"
@@ -37,9 +39,11 @@ constexpr double kFreshInputsMaxMs = 25;
 constexpr int kTimingInputSets = 3;
 constexpr int64_t kMaxTimingSetBytes = 4LL << 30;
 constexpr double kMaxPrerollMs = 5;  // EvalRequest.timing_preroll_ms
-// The device clock's pre-roll: where it starts, and how long it may grow in the warm-up.
+// The device clock's pre-roll: where it starts, how long it may grow, and how late the host
+// may still launch after it ended before a sample is left out (device_preroll.h).
 constexpr double kDevicePrerollMs = 0.5;
 constexpr double kMaxDevicePrerollMs = 5;
+constexpr double kLateHostToleranceMs = 0.01;
 // The stop rules' relative standard error of the medians (EvalRequest.max_rel_stderr 0).
 constexpr double kDeviceMaxRelStderr = 0.005;
 constexpr double kCallMaxRelStderr = 0.01;
@@ -758,11 +762,13 @@ class Evaluation {
     v1::judge::Called called;
     uint32_t iterations = 0;
     int current = 0;  // the iteration's set
-    // Device clock: the pre-roll grows during the warm-up until both programs' launches all
-    // queue under it (the host launching after it ended puts launch gaps into the span).
-    // EvalRequest.timing_preroll_ms, when set, is where it starts.
-    double preroll = req_.timing_preroll_ms() > 0 ? req_.timing_preroll_ms() : kDevicePrerollMs;
-    double late = 0, late_sampled = 0;
+    // Device clock: the pre-roll grows until both programs' launches all queue under it (the
+    // host launching after it ended puts launch gaps into the span); such late samples are
+    // left out while it can still grow. EvalRequest.timing_preroll_ms, when set, is where it
+    // starts.
+    PrerollGovernor preroll(req_.timing_preroll_ms() > 0 ? req_.timing_preroll_ms() : kDevicePrerollMs,
+                            kMaxDevicePrerollMs, kLateHostToleranceMs);
+    double late = 0;
     double reported = std::nan("");
     std::string unusable;  // the device clock's last unusable sample, and why
     uint32_t unusable_count = 0;
@@ -794,10 +800,7 @@ class Evaluation {
       if (!device && called.has_claim()) {
         phase->claims.push_back(target_.cuda ? called.claim().event_ms() : called.claim().host_ms());
       }
-      if (device && it < static_cast<uint32_t>(o.warmup) && late > 0.01) {
-        preroll = std::min(kMaxDevicePrerollMs, preroll + 2 * late + 0.1);
-      }
-      if (device && it >= static_cast<uint32_t>(o.warmup)) late_sampled = std::max(late_sampled, late);
+      if (device) preroll.AfterIteration(late, it >= static_cast<uint32_t>(o.warmup));
       ref_out = py::none();  // freed outside the timed region
       ref_copy.clear();
       cand_copy.clear();
@@ -813,17 +816,17 @@ class Evaluation {
               at::NoGradGuard g;
               ref_out = ref_model_(*sets[s].ref);
             },
-            preroll);
+            preroll.preroll_ms());
         late = std::max(late, r.late_host_ms);
-        reported = r.ok ? r.span_ms : std::nan("");
+        reported = r.ok && preroll.Keep(r.late_host_ms) ? r.span_ms : std::nan("");
       };
       cand = [&](int s) {
         called.Clear();
         const uint32_t keep = fresh ? 0 : static_cast<uint32_t>(sets.size());
         std::string error;
         auto t0 = Clock::now();
-        if (!client_->Call(timed_calls_++, sets[s].group, aliases, true, keep, preroll, &called,
-                           &error)) {
+        if (!client_->Call(timed_calls_++, sets[s].group, aliases, true, keep,
+                           preroll.preroll_ms(), &called, &error)) {
           timed_verdict = Verdict{v1::VERDICT_RUNTIME_ERROR, error + " (timing stage)", ""};
           reported = std::nan("");
           return;
@@ -839,7 +842,7 @@ class Evaluation {
           unusable = "a span of " + FormatMs(c.span_ms()) + " ms where the judge saw the call take " +
                      FormatMs(observed) + " ms";
           ++unusable_count;
-        } else {
+        } else if (preroll.Keep(c.late_host_ms())) {
           reported = c.span_ms();
         }
         for (const at::Tensor& o : client_->outputs()) cand_copy.push_back(o.clone());
@@ -903,16 +906,25 @@ class Evaluation {
       phase->out.candidate.set_capped(raw.capped());
     }
     phase->input_sets = fresh ? static_cast<int>(iterations) : static_cast<int>(sets.size());
-    phase->preroll_ms = device ? preroll : 0;
+    phase->preroll_ms = device ? preroll.preroll_ms() : 0;
     if (device && phase->note.empty()) {
       const size_t n = phase->out.cand.ms.size();
       if (n < 3 || unusable_count > n) {
         phase->note = "not used: " + std::to_string(unusable_count) +
                       " of the candidate's device samples could not be used (last: " + unusable +
                       ")";
-      } else if (late_sampled > 0.05) {
-        phase->out.clock_note = "the host still launched " + FormatMs(late_sampled) +
-                                " ms after the pre-roll ended in a sample";
+      } else {
+        std::vector<std::string> notes;
+        if (preroll.dropped() > 0) {
+          notes.push_back(std::to_string(preroll.dropped()) +
+                          " late samples left out (the host still launched after the pre-roll "
+                          "ended; the pre-roll grew to " + FormatMs(preroll.preroll_ms()) + " ms)");
+        }
+        if (preroll.late_kept_ms() > 0.05) {
+          notes.push_back("the host still launched " + FormatMs(preroll.late_kept_ms()) +
+                          " ms after the longest pre-roll ended in a sample");
+        }
+        phase->out.clock_note = absl::StrJoin(notes, "; ");
       }
     }
     return std::nullopt;

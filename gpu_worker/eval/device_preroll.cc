@@ -1,0 +1,29 @@
+#include "gpu_worker/eval/device_preroll.h"
+
+#include <algorithm>
+
+namespace kforge::eval {
+
+PrerollGovernor::PrerollGovernor(double start_ms, double max_ms, double tolerance_ms)
+    : preroll_ms_(std::min(start_ms, max_ms)), max_ms_(max_ms), tolerance_ms_(tolerance_ms) {}
+
+bool PrerollGovernor::Keep(double late_host_ms) {
+  if (late_host_ms > tolerance_ms_ && CanGrow()) {
+    ++dropped_;
+    return false;
+  }
+  late_kept_pending_ = std::max(late_kept_pending_, late_host_ms);
+  return true;
+}
+
+void PrerollGovernor::AfterIteration(double late_host_ms, bool sampled) {
+  if (sampled) late_kept_ms_ = std::max(late_kept_ms_, late_kept_pending_);
+  late_kept_pending_ = 0;
+  // Twice the lateness and a margin: the host's launch time varies from call to call, and a
+  // pre-roll grown by exactly the last lateness would be late again half of the time.
+  if (late_host_ms > tolerance_ms_) {
+    preroll_ms_ = std::min(max_ms_, preroll_ms_ + 2 * late_host_ms + 0.1);
+  }
+}
+
+}  // namespace kforge::eval

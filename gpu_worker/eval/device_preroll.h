@@ -1,0 +1,54 @@
+// The device clock's pre-roll length, and which of its samples count (docs/evaluation.md,
+// "Two clocks").
+//
+// A device-clock sample launches a program while a pre-roll kernel holds every SM, so that the
+// program's launches queue and the host's gaps between them fall outside the GPU span. When the
+// host is still launching after the pre-roll has ended (`late_host_ms` > 0), the GPU may have
+// waited for it and the span holds that wait: the sample can only be too long. Such a sample is
+// left out and the pre-roll grows, in the warm-up and during sampling alike, until it reaches
+// its maximum; from then on late samples are kept (the cost of a longer pre-roll is paid by
+// every sample) and the result says how late the host was. Leaving a late sample out never
+// shortens what a program is timed: the samples kept are those with no host gap in them.
+//
+// Thread-safety: none; one evaluation's timing thread.
+#ifndef KFORGE_GPU_WORKER_EVAL_DEVICE_PREROLL_H_
+#define KFORGE_GPU_WORKER_EVAL_DEVICE_PREROLL_H_
+
+#include <cstdint>
+
+namespace kforge::eval {
+
+class PrerollGovernor {
+ public:
+  // The pre-roll starts at `start_ms` and grows up to `max_ms`; a host later than
+  // `tolerance_ms` makes a sample late.
+  PrerollGovernor(double start_ms, double max_ms, double tolerance_ms);
+
+  double preroll_ms() const { return preroll_ms_; }
+
+  // Whether a program's sample, taken under the current pre-roll with the host still launching
+  // `late_host_ms` after it ended, is used. Counts the samples left out.
+  bool Keep(double late_host_ms);
+
+  // After each iteration, with the latest host of its samples: grows the pre-roll when the host
+  // was late. `sampled`: a sampled iteration (not a warm-up).
+  void AfterIteration(double late_host_ms, bool sampled);
+
+  // Samples left out as late; the latest host among the sampled iterations' kept samples.
+  uint32_t dropped() const { return dropped_; }
+  double late_kept_ms() const { return late_kept_ms_; }
+
+ private:
+  bool CanGrow() const { return preroll_ms_ < max_ms_; }
+
+  double preroll_ms_;
+  const double max_ms_;
+  const double tolerance_ms_;
+  uint32_t dropped_ = 0;
+  double late_kept_ms_ = 0;
+  double late_kept_pending_ = 0;  // this iteration's latest kept sample
+};
+
+}  // namespace kforge::eval
+
+#endif  // KFORGE_GPU_WORKER_EVAL_DEVICE_PREROLL_H_

@@ -1,0 +1,58 @@
+#include "gpu_worker/eval/device_preroll.h"
+
+#include "gtest/gtest.h"
+
+namespace kforge::eval {
+namespace {
+
+TEST(PrerollGovernorTest, ALateSampleIsLeftOutAndThePrerollGrows) {
+  PrerollGovernor g(0.5, 5, 0.01);
+  EXPECT_TRUE(g.Keep(0.0));
+  EXPECT_FALSE(g.Keep(0.3));  // the host launched 0.3 ms after the pre-roll ended
+  g.AfterIteration(0.3, true);
+  EXPECT_DOUBLE_EQ(g.preroll_ms(), 0.5 + 2 * 0.3 + 0.1);
+  EXPECT_EQ(g.dropped(), 1u);
+  EXPECT_DOUBLE_EQ(g.late_kept_ms(), 0);  // nothing late was used
+}
+
+TEST(PrerollGovernorTest, LatenessWithinTheToleranceIsKeptAndChangesNothing) {
+  PrerollGovernor g(0.5, 5, 0.01);
+  EXPECT_TRUE(g.Keep(0.005));
+  g.AfterIteration(0.005, true);
+  EXPECT_DOUBLE_EQ(g.preroll_ms(), 0.5);
+  EXPECT_EQ(g.dropped(), 0u);
+  EXPECT_DOUBLE_EQ(g.late_kept_ms(), 0.005);
+}
+
+TEST(PrerollGovernorTest, AtItsMaximumLateSamplesAreKeptAndReported) {
+  // A host that is always 3 ms late (a candidate sleeping in forward): the pre-roll grows to
+  // its bound, then the samples are used, so the timing ends instead of dropping forever.
+  PrerollGovernor g(0.5, 5, 0.01);
+  int kept = 0;
+  for (int it = 0; it < 10; ++it) {
+    if (g.Keep(3.0)) ++kept;
+    g.AfterIteration(3.0, true);
+  }
+  EXPECT_DOUBLE_EQ(g.preroll_ms(), 5);
+  EXPECT_EQ(g.dropped(), 1u);  // 0.5 -> 5 in one step (0.5 + 6.1, bounded)
+  EXPECT_EQ(kept, 9);
+  EXPECT_DOUBLE_EQ(g.late_kept_ms(), 3.0);
+}
+
+TEST(PrerollGovernorTest, WarmUpLatenessIsNotReportedAsSampled) {
+  PrerollGovernor g(5, 5, 0.01);  // already at the maximum: kept, but a warm-up
+  EXPECT_TRUE(g.Keep(1.0));
+  g.AfterIteration(1.0, false);
+  EXPECT_DOUBLE_EQ(g.late_kept_ms(), 0);
+  EXPECT_TRUE(g.Keep(0.2));
+  g.AfterIteration(0.2, true);
+  EXPECT_DOUBLE_EQ(g.late_kept_ms(), 0.2);
+}
+
+TEST(PrerollGovernorTest, TheStartIsBoundedByTheMaximum) {
+  PrerollGovernor g(9, 5, 0.01);
+  EXPECT_DOUBLE_EQ(g.preroll_ms(), 5);
+}
+
+}  // namespace
+}  // namespace kforge::eval
