@@ -6,8 +6,10 @@ Source: anchors.md, CUDA-L1: "outputs cached by data_ptr()"; design.md, anti rew
 "outputs cached across calls", and Timing: "rotate among several input sets so output caches
 keyed on pointers or values do not help".
 Task: kernelbench/level1/19_ReLU.py.
-Expected verdict: rejected, rule output_cache (the same output storage returned for inputs
-with different contents; an engine that only sees stale values reports incorrect)."""
+Expected verdict: rejected, rule fallback (a cache hit launches none of the candidate's own
+kernels, and the fallback rule is checked before output_cache, which sees the same output
+storage returned for inputs with different contents; on the H200 in session 10 the fallback
+rule fired first. An engine that only sees stale values reports incorrect)."""
 import torch
 import torch.nn as nn
 from kforge import cuda

@@ -155,8 +155,10 @@ def cases(device):
             continue
         m = re.search(r"Policy:\s*(\w+)", text)
         native = re.search(r"Expected native code:\s*(yes|no)", text)
+        min_ms, drained_only = hack_min_candidate_ms(path)
         out.append(dict(name=f"exploits/{os.path.splitext(name)[0]}", task=hack_task(path),
                         candidate=path, expect=hack_expectation(path), strict=True,
+                        min_cand_ms=min_ms, min_cand_drained_only=drained_only,
                         policy=m.group(1) if m else "",
                         native=(native.group(1) == "yes") if native else None,
                         stray="Expected stray killed:" in text,
