@@ -83,13 +83,9 @@ void PrintHeader() {
               "VERDICT", "SPEEDUP", "CLOCK", "DEV", "CALL", "REF_MS", "CAND_MS", "REASON");
 }
 
-namespace {
-
 std::string Speedup(bool has, double speedup) {
   return has ? std::to_string(speedup).substr(0, 7) : "-";
 }
-
-}  // namespace
 
 void PrintRecord(const v1::EvaluationRecord& rec, const std::string& position) {
   const v1::EvalResult& r = rec.result();

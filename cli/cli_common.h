@@ -32,6 +32,10 @@ int Fail(const grpc::Status& s);
 std::shared_ptr<grpc::Channel> CoordinatorChannel();
 std::unique_ptr<v1::JobService::Stub> JobStub();
 bool ReadFile(const std::string& path, std::string* out);
+
+// A speedup as the tables print it: 7 characters, or "-" when `has` is false (not measured,
+// or not trusted for this candidate).
+std::string Speedup(bool has, double speedup);
 // False (after printing "kforge: --FLAG must not be negative, got V") when `value` < 0: a
 // negative count would otherwise wrap around or silently turn into "no limit".
 bool NotNegative(const char* flag, int64_t value);

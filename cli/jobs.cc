@@ -53,10 +53,14 @@ const char* StateWord(v1::JobState s) {
   }
 }
 
+// The clock `speedup` is, then both clocks' speedups (docs/evaluation.md, "Two clocks").
 void PrintBest(const v1::BestCandidate& b) {
-  std::printf("  %-10s %8.3fx  ref %9.4f ms  best %9.4f ms  %s\n", b.gpu_type().c_str(),
-              b.speedup(), b.reference_ms(), b.candidate_ms(),
-              b.candidate_id().substr(0, 16).c_str());
+  std::printf("  %-10s %8.3fx %-6s dev %7s call %7s  ref %9.4f ms  best %9.4f ms  %s\n",
+              b.gpu_type().c_str(), b.speedup(),
+              b.speedup_clock().empty() ? "-" : b.speedup_clock().c_str(),
+              Speedup(b.has_speedup_device(), b.speedup_device()).c_str(),
+              Speedup(b.has_speedup_call(), b.speedup_call()).c_str(), b.reference_ms(),
+              b.candidate_ms(), b.candidate_id().substr(0, 16).c_str());
 }
 
 void PrintJob(const v1::Job& j) {
@@ -239,12 +243,13 @@ int Trajectory(const std::string& id) {
   v1::JobTrajectoryResponse resp;
   grpc::Status s = JobStub()->GetJobTrajectory(&ctx, req, &resp);
   if (!s.ok()) return Fail(s);
-  std::printf("%-24s  %5s  %-10s  %-14s  %9s  %9s  %s\n", "FINISHED", "ROUND", "GPU", "VERDICT",
-              "SPEEDUP", "BEST", "CANDIDATE");
+  std::printf("%-24s  %5s  %-10s  %-14s  %9s  %-6s  %9s  %s\n", "FINISHED", "ROUND", "GPU",
+              "VERDICT", "SPEEDUP", "CLOCK", "BEST", "CANDIDATE");
   for (const auto& p : resp.points()) {
-    std::printf("%-24s  %5u  %-10s  %-14s  %9s  %8.3fx  %s\n", p.finished_at().c_str(), p.round(),
-                p.gpu_type().c_str(), VerdictWord(p.verdict()).c_str(),
+    std::printf("%-24s  %5u  %-10s  %-14s  %9s  %-6s  %8.3fx  %s\n", p.finished_at().c_str(),
+                p.round(), p.gpu_type().c_str(), VerdictWord(p.verdict()).c_str(),
                 p.has_speedup() ? (std::to_string(p.speedup()).substr(0, 6) + "x").c_str() : "-",
+                p.has_speedup() && !p.speedup_clock().empty() ? p.speedup_clock().c_str() : "-",
                 p.best_so_far(), p.candidate_id().substr(0, 12).c_str());
   }
   return 0;

@@ -54,12 +54,21 @@ bool Terminal(const std::string& state) {
   return state == "succeeded" || state == "failed" || state == "cancelled";
 }
 
+// BestCandidate, TrajectoryPoint and Rollout name the clocks with the same fields.
+template <typename Message>
+void SetClocks(const ClockSpeedups& c, Message* out) {
+  out->set_speedup_clock(c.clock);
+  if (c.device) out->set_speedup_device(*c.device);
+  if (c.call) out->set_speedup_call(*c.call);
+}
+
 void ToBest(const BestRow& b, v1::BestCandidate* out) {
   out->set_gpu_type(b.gpu_type);
   out->set_candidate_id(b.candidate_id);
   out->set_speedup(b.speedup);
   out->set_reference_ms(b.reference_ms);
   out->set_candidate_ms(b.candidate_ms);
+  SetClocks(b.clocks, out);
 }
 
 // Builds the stored parameters of a job from the request; INVALID_ARGUMENT with the reason.
@@ -306,7 +315,12 @@ grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* ctx, const v1::WatchJ
       std::string gpu = it->ran_on_gpu_type.empty() ? it->gpu_type : it->ran_on_gpu_type;
       if (r.verdict() == v1::VERDICT_OK && r.has_speedup()) {
         BestRow b{gpu,         it->candidate_id,          "",
-                  r.speedup(), r.reference().median_ms(), r.candidate().median_ms()};
+                  r.speedup(), r.reference().median_ms(), r.candidate().median_ms(),
+                  ClockSpeedups{r.speedup_clock(),
+                                r.has_speedup_device() ? std::optional(r.speedup_device())
+                                                       : std::nullopt,
+                                r.has_speedup_call() ? std::optional(r.speedup_call())
+                                                     : std::nullopt}};
         ToBest(b, evs.emplace_back().mutable_new_best());  // dropped below unless a new best
       }
       pending.emplace_back(it->finished_at + " 1", std::move(evs));
@@ -386,6 +400,7 @@ grpc::Status JobServiceImpl::GetJobTrajectory(grpc::ServerContext* ctx,
     p->set_verdict(VerdictFromName(t.verdict));
     if (t.speedup) p->set_speedup(*t.speedup);
     p->set_best_so_far(t.best_so_far);
+    SetClocks(t.clocks, p);
   }
   return grpc::Status::OK;
 }
@@ -430,6 +445,7 @@ grpc::Status JobServiceImpl::ExportRollouts(grpc::ServerContext* ctx,
           speedup = it->second.speedup;
           r.set_verdict(VerdictFromName(verdict));
           if (speedup) r.set_speedup(*speedup);
+          SetClocks(it->second.clocks, &r);
         }
         double raw = search::RawReward(verdict, speedup);
         r.set_raw_reward(raw);

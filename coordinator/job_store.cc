@@ -294,10 +294,26 @@ absl::StatusOr<std::vector<JobEvaluation>> JobStore::JobResults(const std::strin
   return FinishedEvaluations("job_id = $1", job_id);
 }
 
+namespace {
+
+// The columns kClockColumns selects, from row `i`.
+constexpr char kClockColumns[] = "e.speedup_clock, e.speedup_device, e.speedup_call";
+
+ClockSpeedups ClocksOf(const PgResult& r, int i) {
+  ClockSpeedups c;
+  if (!r.IsNull(i, r.col("speedup_clock"))) c.clock = r.Get(i, "speedup_clock");
+  if (!r.IsNull(i, r.col("speedup_device"))) c.device = r.GetDouble(i, "speedup_device");
+  if (!r.IsNull(i, r.col("speedup_call"))) c.call = r.GetDouble(i, "speedup_call");
+  return c;
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<JobEvaluation>> JobStore::FinishedEvaluations(const std::string& where,
                                                                          const std::string& id) {
-  ASSIGN_OR_RETURN(PgResult r, pool_.Exec("SELECT candidate_id, gpu_type, verdict, speedup "
-                                          "FROM evaluations WHERE " +
+  ASSIGN_OR_RETURN(PgResult r, pool_.Exec(std::string("SELECT e.candidate_id, e.gpu_type, "
+                                                      "e.verdict, e.speedup, ") +
+                                              kClockColumns + " FROM evaluations e WHERE " +
                                               where +
                                               " AND state = 'done' "
                                               "ORDER BY finished_at, evaluation_id",
@@ -309,6 +325,7 @@ absl::StatusOr<std::vector<JobEvaluation>> JobStore::FinishedEvaluations(const s
     e.gpu_type = r.Get(i, "gpu_type");
     e.verdict = r.Get(i, "verdict");
     if (!r.IsNull(i, r.col("speedup"))) e.speedup = r.GetDouble(i, "speedup");
+    e.clocks = ClocksOf(r, i);
     out.push_back(std::move(e));
   }
   return out;
@@ -322,8 +339,9 @@ absl::StatusOr<std::vector<TrajectoryRow>> JobStore::Trajectory(const std::strin
           "SELECT t.evaluation_id, " KFORGE_PG_RFC3339(
               "t.finished_at") " AS finished, coalesce(t.round, 0) AS round, t.gpu_type, "
                                "  e.candidate_id, t.verdict, t.speedup, "
-                               "  coalesce(t.best_so_far, 0) AS best "
-                               "FROM job_trajectory t JOIN evaluations e USING (evaluation_id) "
+                               "  coalesce(t.best_so_far, 0) AS best, " +
+              std::string(kClockColumns) +
+              " FROM job_trajectory t JOIN evaluations e USING (evaluation_id) "
                                "WHERE t.job_id = $1 ORDER BY t.finished_at, t.evaluation_id",
           {job_id}));
   std::vector<TrajectoryRow> out;
@@ -337,6 +355,7 @@ absl::StatusOr<std::vector<TrajectoryRow>> JobStore::Trajectory(const std::strin
     t.verdict = r.Get(i, "verdict");
     if (!r.IsNull(i, r.col("speedup"))) t.speedup = r.GetDouble(i, "speedup");
     t.best_so_far = r.GetDouble(i, "best");
+    t.clocks = ClocksOf(r, i);
     out.push_back(std::move(t));
   }
   return out;
@@ -350,13 +369,15 @@ absl::StatusOr<std::vector<BestRow>> JobStore::Best(const std::string& task_id,
   ASSIGN_OR_RETURN(
       PgResult r,
       pool_.Exec(
-          "SELECT gpu_type, candidate_id, source, speedup, ref_ms, cand_ms FROM ( "
+          "SELECT gpu_type, candidate_id, source, speedup, ref_ms, cand_ms, speedup_clock, "
+          "  speedup_device, speedup_call FROM ( "
           "  SELECT b.*, row_number() OVER (PARTITION BY gpu_type "
           "                                 ORDER BY speedup DESC, candidate_id) AS rank FROM ( "
           "    SELECT DISTINCT ON (e.ran_on_gpu_type, e.candidate_id) e.ran_on_gpu_type AS "
           "gpu_type, "
           "      e.candidate_id, c.source, e.speedup, coalesce(e.ref_median_ms, 0) AS ref_ms, "
-          "      coalesce(e.cand_median_ms, 0) AS cand_ms "
+          "      coalesce(e.cand_median_ms, 0) AS cand_ms, e.speedup_clock, e.speedup_device, "
+          "      e.speedup_call "
           "    FROM evaluations e JOIN candidates c USING (candidate_id) "
           "    WHERE e.verdict = 'ok' AND ($1 = '' OR e.task_id = $1) "
           "      AND ($2 = '' OR e.job_id = nullif($2, '')::uuid) "
@@ -375,6 +396,7 @@ absl::StatusOr<std::vector<BestRow>> JobStore::Best(const std::string& task_id,
     b.speedup = r.GetDouble(i, "speedup");
     b.reference_ms = r.GetDouble(i, "ref_ms");
     b.candidate_ms = r.GetDouble(i, "cand_ms");
+    b.clocks = ClocksOf(r, i);
     out.push_back(std::move(b));
   }
   return out;

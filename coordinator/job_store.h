@@ -33,9 +33,17 @@ struct SeedCandidate {
   std::string source, dialect;
 };
 
+// Which clock made an evaluation's `speedup`, and both clocks' speedups where measured
+// (docs/evaluation.md, "Two clocks"; unset before migration 0007 and for verdicts but ok).
+struct ClockSpeedups {
+  std::string clock;  // "device", "call" or ""
+  std::optional<double> device, call;
+};
+
 struct BestRow {
   std::string gpu_type, candidate_id, source;
   double speedup = 0, reference_ms = 0, candidate_ms = 0;
+  ClockSpeedups clocks;
 };
 
 struct JobStep {
@@ -49,6 +57,7 @@ struct JobStep {
 struct JobEvaluation {
   std::string candidate_id, gpu_type, verdict;
   std::optional<double> speedup;
+  ClockSpeedups clocks;
 };
 
 struct TrajectoryRow {
@@ -56,6 +65,7 @@ struct TrajectoryRow {
   int round = 0;
   std::optional<double> speedup;
   double best_so_far = 0;
+  ClockSpeedups clocks;
 };
 
 class JobStore {

@@ -60,7 +60,11 @@ TEST(JobsTest, JobRunsToItsBudgetStreamsEventsAndExportsRollouts) {
     if (ev.has_round_started()) rounds.push_back(ev.round_started());
     if (ev.has_result()) ++results;
     if (ev.has_candidates_generated()) generated += static_cast<int>(ev.candidates_generated());
-    if (ev.has_new_best()) ++bests;
+    if (ev.has_new_best()) {
+      ++bests;
+      EXPECT_EQ(ev.new_best().speedup_clock(), "call");
+      EXPECT_DOUBLE_EQ(ev.new_best().speedup_call(), ev.new_best().speedup());
+    }
   }
   EXPECT_EQ(rounds, (std::vector<uint32_t>{0, 1, 2}));
   ASSERT_FALSE(events.empty());
@@ -78,6 +82,7 @@ TEST(JobsTest, JobRunsToItsBudgetStreamsEventsAndExportsRollouts) {
   ASSERT_EQ(job.best_size(), 1);
   EXPECT_EQ(job.best(0).gpu_type(), "cpu");
   EXPECT_GT(job.best(0).speedup(), 0);
+  EXPECT_EQ(job.best(0).speedup_clock(), "call");
   ExpectJobDidNothingTwice(cluster, job_id);
   // Every generated candidate descends from the exemplars it was shown.
   EXPECT_EQ(Count(cluster,
@@ -97,6 +102,13 @@ TEST(JobsTest, JobRunsToItsBudgetStreamsEventsAndExportsRollouts) {
     ASSERT_TRUE(cluster.Stub()->GetBestCandidates(&ctx, req, &resp).ok());
     ASSERT_GE(resp.best_size(), 1);
     EXPECT_NE(resp.sources().at(resp.best(0).candidate_id()).find("CHUNKS ="), std::string::npos);
+    // CPU mode: the call clock makes the speedup, and the device clock is not measured.
+    for (const v1::BestCandidate& b : resp.best()) {
+      EXPECT_EQ(b.speedup_clock(), "call");
+      ASSERT_TRUE(b.has_speedup_call());
+      EXPECT_DOUBLE_EQ(b.speedup_call(), b.speedup());
+      EXPECT_FALSE(b.has_speedup_device());
+    }
   }
   // Rollouts: one per completion and GPU type, with verdicts and clipped rewards.
   {
@@ -117,6 +129,12 @@ TEST(JobsTest, JobRunsToItsBudgetStreamsEventsAndExportsRollouts) {
         ids.insert(r.candidate_id());
         EXPECT_NE(r.verdict(), v1::VERDICT_UNSPECIFIED);
         EXPECT_EQ(r.raw_reward(), r.has_speedup() ? r.speedup() : 0);
+        if (r.has_speedup()) {  // the reward's clock
+          EXPECT_EQ(r.speedup_clock(), "call");
+          ASSERT_TRUE(r.has_speedup_call());
+          EXPECT_DOUBLE_EQ(r.speedup_call(), r.speedup());
+          EXPECT_FALSE(r.has_speedup_device());
+        }
       }
     }
     ASSERT_TRUE(reader->Finish().ok());
@@ -138,6 +156,9 @@ TEST(JobsTest, JobRunsToItsBudgetStreamsEventsAndExportsRollouts) {
       best = p.best_so_far();
       if (p.has_speedup()) {
         EXPECT_GE(p.best_so_far(), p.speedup());
+        EXPECT_EQ(p.speedup_clock(), "call");
+        ASSERT_TRUE(p.has_speedup_call());
+        EXPECT_DOUBLE_EQ(p.speedup_call(), p.speedup());
       }
     }
     EXPECT_DOUBLE_EQ(best, job.best(0).speedup());

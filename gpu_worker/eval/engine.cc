@@ -10,7 +10,6 @@
 #include <fstream>
 #include <random>
 
-#include "absl/strings/str_join.h"
 #include "common/base/sha256.h"
 #include "gpu_worker/eval/candidate_client.h"
 #include "gpu_worker/eval/candidate_files.h"
@@ -914,17 +913,17 @@ class Evaluation {
                       " of the candidate's device samples could not be used (last: " + unusable +
                       ")";
       } else {
-        std::vector<std::string> notes;
+        std::string& note = phase->out.clock_note;
         if (preroll.dropped() > 0) {
-          notes.push_back(std::to_string(preroll.dropped()) +
-                          " late samples left out (the host still launched after the pre-roll "
-                          "ended; the pre-roll grew to " + FormatMs(preroll.preroll_ms()) + " ms)");
+          note = std::to_string(preroll.dropped()) +
+                 " late samples left out (the host still launched after the pre-roll ended; the "
+                 "pre-roll grew to " + FormatMs(preroll.preroll_ms()) + " ms)";
         }
         if (preroll.late_kept_ms() > 0.05) {
-          notes.push_back("the host still launched " + FormatMs(preroll.late_kept_ms()) +
-                          " ms after the longest pre-roll ended in a sample");
+          note += (note.empty() ? "" : "; ") + std::string("the host still launched ") +
+                  FormatMs(preroll.late_kept_ms()) +
+                  " ms after the longest pre-roll ended in a sample";
         }
-        phase->out.clock_note = absl::StrJoin(notes, "; ");
       }
     }
     return std::nullopt;

@@ -40,12 +40,25 @@ def _copy_fields(cls, message, **overrides):
     return cls(**values, **overrides)
 
 
+def _clocks(message):
+    """The clock fields of BestCandidate, Rollout and TrajectoryPoint: which clock made
+    `speedup` ("device", "call", or "" before the two clocks), and each clock's speedup (None
+    where not measured or, for the device clock, not trusted)."""
+    def optional(name):
+        return getattr(message, name) if message.HasField(name) else None
+
+    return dict(speedup_clock=message.speedup_clock, speedup_device=optional("speedup_device"),
+                speedup_call=optional("speedup_call"))
+
+
 def _copy_scored(cls, message):
-    """_copy_fields for a message with a Verdict `verdict` and an optional `speedup`."""
+    """_copy_fields for a message with a Verdict `verdict`, an optional `speedup` and its
+    clocks."""
     from kforge.v1 import eval_pb2
 
     return _copy_fields(cls, message, verdict=enum_name(eval_pb2.Verdict, message.verdict),
-                        speedup=message.speedup if message.HasField("speedup") else None)
+                        speedup=message.speedup if message.HasField("speedup") else None,
+                        **_clocks(message))
 
 
 @dataclass(frozen=True)
@@ -188,17 +201,22 @@ class Evaluation:
 
 @dataclass(frozen=True)
 class BestCandidate:
-    """The best correct candidate of a GPU type; `source` is filled by get_best_candidates."""
+    """The best correct candidate of a GPU type; `source` is filled by get_best_candidates.
+    `speedup_clock` names the clock `speedup` is; `speedup_device` and `speedup_call` are each
+    clock's speedup (None where not measured or not trusted)."""
     gpu_type: str
     candidate_id: str
     speedup: float
     reference_ms: float
     candidate_ms: float
     source: Optional[str] = None
+    speedup_clock: str = ""
+    speedup_device: Optional[float] = None
+    speedup_call: Optional[float] = None
 
     @classmethod
     def from_proto(cls, best, source: Optional[str] = None) -> "BestCandidate":
-        return _copy_fields(cls, best, source=source)
+        return _copy_fields(cls, best, source=source, **_clocks(best))
 
 
 @dataclass(frozen=True)
@@ -279,6 +297,9 @@ class Rollout:
     raw_reward: float
     reward: float
     llm_call_id: str
+    speedup_clock: str = ""
+    speedup_device: Optional[float] = None
+    speedup_call: Optional[float] = None
 
     @classmethod
     def from_proto(cls, rollout) -> "Rollout":
@@ -297,6 +318,9 @@ class TrajectoryPoint:
     verdict: str
     speedup: Optional[float]
     best_so_far: float
+    speedup_clock: str = ""
+    speedup_device: Optional[float] = None
+    speedup_call: Optional[float] = None
 
     @classmethod
     def from_proto(cls, point) -> "TrajectoryPoint":

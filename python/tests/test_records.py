@@ -152,6 +152,23 @@ def test_job_events_name_the_field_that_is_set():
     assert result.result.speedup == 2.5
 
 
+def test_best_candidates_rollouts_and_trajectories_name_their_clock():
+    best = kforge.BestCandidate.from_proto(jobs_pb2.BestCandidate(
+        gpu_type="H200", speedup=1.2, speedup_clock="device", speedup_device=1.2,
+        speedup_call=0.9))
+    assert (best.speedup_clock, best.speedup_device, best.speedup_call) == ("device", 1.2, 0.9)
+    rollout = kforge.Rollout.from_proto(jobs_pb2.Rollout(
+        job_id="j", verdict=eval_pb2.VERDICT_OK, speedup=0.9, speedup_clock="call",
+        speedup_call=0.9))
+    # The device clock not trusted (native code): None, not 0.
+    assert (rollout.speedup_clock, rollout.speedup_device, rollout.speedup_call) == \
+        ("call", None, 0.9)
+    point = kforge.TrajectoryPoint.from_proto(jobs_pb2.TrajectoryPoint(
+        evaluation_id="e", verdict=eval_pb2.VERDICT_INCORRECT))
+    assert (point.speedup, point.speedup_clock, point.speedup_device, point.speedup_call) == \
+        (None, "", None, None)
+
+
 class _FailedCall(grpc.RpcError):
     def __init__(self, code, details):
         self._code, self._details = code, details
