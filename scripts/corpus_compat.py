@@ -281,7 +281,8 @@ def kforge_fields(r, wall_s):
                wall_s=round(wall_s, 3),
                stages={k: v for k, v in (r.get("stages") or {}).items()},
                sm_clock_mhz=system.get("sm_clock_mhz"),
-               temperature_c=system.get("temperature_c"), gpu=system.get("gpu_name"))
+               temperature_c=system.get("temperature_c"), gpu=system.get("gpu_name"),
+               device_memory_used_bytes=int(system.get("device_memory_used_bytes") or 0))
     if isinstance(r.get("timing"), dict):  # the two clocks (call, device), where reported
         out["timing"] = r["timing"]
     out.update(two_clocks(r))
@@ -715,6 +716,11 @@ def table(run, rows, wall_s):
         lines.append(f"  {r['name']:6s} {why:40s} kforge x{fmt(r.get('kforge_speedup'))} "
                      f"KB x{fmt(r.get('kb_speedup'))} CUDA-L1 x{fmt(r.get('cudal1_score_a100'))}"
                      f"  {(r.get('kforge_reason') or r.get('kb_error') or '')[:90]}")
+    mem = sorted(r["kforge_device_memory_used_bytes"] / 2**30 for r in rows
+                 if r.get("kforge_device_memory_used_bytes"))
+    if mem:  # issue 13: memory per slot (the judge and its candidate process together)
+        lines.append(f"device memory in use per evaluation (judge + candidate process): median "
+                     f"{quantile(mem, 0.5):.2f} GiB, max {mem[-1]:.2f} GiB over {len(mem)}")
     skipped = [r["name"] for r in rows if kforge_outcome(r) == "skipped" or
                (kb_outcome(r) == "skipped" and not run.args.skip_kb)]
     if skipped:

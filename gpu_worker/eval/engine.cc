@@ -212,6 +212,7 @@ class Evaluation {
       Enter(Stage::kCorrectness);
       t = Clock::now();
       v = Correctness(dialect);
+      NoteDeviceMemory();
       result_.mutable_stages()->set_correctness_s(Since(t));
       if (v) return v;
       Enter(Stage::kTiming);
@@ -719,6 +720,20 @@ class Evaluation {
     return Trial(DeriveSeed(seed_, 900), dialect, "output_cache", post_timing);
   }
 
+  // SystemInfo.device_memory_used_bytes: the most in use on the device so far.
+  void NoteDeviceMemory() {
+    if (!target_.cuda) return;
+    size_t free_bytes = 0, total_bytes = 0;
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
+      cudaGetLastError();  // not sticky: leave no error for the next CUDA call to report
+      return;
+    }
+    const uint64_t used = total_bytes - free_bytes;
+    if (used > result_.system().device_memory_used_bytes()) {
+      result_.mutable_system()->set_device_memory_used_bytes(used);
+    }
+  }
+
   // One clock's timing: its samples, the candidate's claims, how many input sets it used and
   // (device clock) the pre-roll and why its samples cannot be used.
   struct TimedPhase {
@@ -895,6 +910,7 @@ class Evaluation {
       if (!device || timed_verdict) throw;
       phase->note = std::string("not used: ") + e.what();  // too few of the reference's spans
     }
+    NoteDeviceMemory();  // the timing's inputs and outputs still held
     if (timed_verdict) return timed_verdict;
     if (!device && call_overhead_ms_ > 0) {
       // What every call to the candidate process pays at least, measured before its code ran.

@@ -105,6 +105,9 @@ class SystemInfo:
     engine_version: str
     # Builds came only from this candidate's own cache namespace, under the engine's write lock.
     cache_isolated: bool = False
+    # The GPU's memory in use at the evaluation's peak (its judge and candidate process); 0 on
+    # the CPU.
+    device_memory_used_bytes: int = 0
 
 
 @dataclass(frozen=True)
