@@ -323,6 +323,8 @@ def test_no_secret_value_is_rendered_outside_its_secret(scenario, objects):
         want += 3  # the chart's CA, certificate and key
     if not values["auth"]["existingSecret"]:
         want += 2  # the chart's bootstrap admin and gateway tokens
+    if not values["auth"]["workerTokenSecret"]:
+        want += 1  # the chart's worker token
     assert len(secrets) == want
     for obj in objects:
         if obj["kind"] == "Secret":
@@ -440,18 +442,33 @@ def test_tokens_are_files_from_secrets_and_the_gateway_shares_the_coordinators()
         assert secret_file(gateway, g, env_of(g)["KFORGE_CALLER_TOKEN_FILE"]["value"]) == (
             secret, "gateway-token"), "the token the coordinators call with"
         assert "KFORGE_ALLOW_UNAUTHENTICATED" not in env_of(g)
-        for d in [d for d in by_kind(objects, "Deployment") if component_of(d) == "worker"]:
+        # The workers call with the token the coordinators store with the worker role at
+        # startup (--bootstrap_worker_token_file): no token is made by hand after install.
+        assert secret_file(coordinator, c, env["KFORGE_BOOTSTRAP_WORKER_TOKEN_FILE"]["value"]) == (
+            workers, "worker-token")
+        pools = [d for d in by_kind(objects, "Deployment") if component_of(d) == "worker"]
+        assert pools
+        for d in pools:
             (w,) = containers(d)
             assert secret_file(d, w, env_of(w)["KFORGE_TOKEN_FILE"]["value"]) == (
                 workers, "worker-token")
+            mounted = {v["secret"]["secretName"] for v in d["spec"]["template"]["spec"]["volumes"]
+                       if "secret" in v}
+            assert secret not in mounted, "a worker pod does not see the admin or gateway token"
         if not auth["existingSecret"]:
             tokens = secret_data(objects, "kf-kforge-auth")
             assert set(tokens) == {"bootstrap-admin-token", "gateway-token"}
             for token in tokens.values():  # what --bootstrap_admin_token_file accepts
                 assert re.fullmatch(r"kf_[0-9a-f]{64}", token), token
             assert len(set(tokens.values())) == 2
-        assert not [s for s in by_kind(objects, "Secret") if s["metadata"]["name"] == workers], \
-            "the worker token is made with the admin token after install, not by the chart"
+        made = [s for s in by_kind(objects, "Secret") if s["metadata"]["name"] == workers]
+        if auth["workerTokenSecret"]:
+            assert not made, "the operator's Secret is not rendered"
+        else:
+            (worker_token,) = secret_data(objects, workers).values()
+            assert re.fullmatch(r"kf_[0-9a-f]{64}", worker_token), worker_token
+            if not auth["existingSecret"]:
+                assert worker_token not in tokens.values(), "a token of its own"
 
 
 def test_the_coordinator_accepts_every_pools_gpu_type(scenario, objects):
