@@ -1,8 +1,9 @@
 """The Helm chart (helm/kforge) rendered by the real helm and checked without a cluster.
 
 Every values file of helm/kforge/ci/ and the defaults are rendered with `helm template`; every
-built-in object is validated against the Kubernetes 1.34 schemas (kubernetes-validate, strict:
-unknown fields fail), and the custom resources (KEDA ScaledObject, Prometheus operator
+built-in object is validated against the schemas of every Kubernetes minor version from the
+chart's `kubeVersion` floor to the newest kubernetes-validate knows (strict: unknown fields
+fail), and the custom resources (KEDA ScaledObject, Prometheus operator
 ServiceMonitor, PodMonitor, PrometheusRule) by the assertions below. helm and
 kubernetes-validate are installed by scripts/setup.sh; KFORGE_HELM overrides helm's path.
 """
@@ -21,7 +22,18 @@ import yaml
 REPO = pathlib.Path(__file__).resolve().parents[2]
 CHART = REPO / "helm" / "kforge"
 HELM = os.environ.get("KFORGE_HELM", str(REPO / ".cache" / "tools" / "bin" / "helm"))
-KUBERNETES_VERSION = "1.34.0"
+
+def kubernetes_versions():
+    """Every minor version from Chart.yaml's kubeVersion floor (">=1.30.0-0") to the newest
+    kubernetes-validate has schemas for, as "1.N.0"."""
+    floor = re.fullmatch(r">=1\.(\d+)\.0-0", yaml.safe_load((CHART / "Chart.yaml").read_text())[
+        "kubeVersion"])
+    assert floor, "kubeVersion is a floor >=1.N.0-0"
+    newest = int(kubernetes_validate.utils.latest_version().split(".")[1])
+    return [f"1.{minor}.0" for minor in range(int(floor.group(1)), newest + 1)]
+
+
+KUBERNETES_VERSIONS = kubernetes_versions()
 # The worker's outer wall limit for one evaluation with the engine's default stage limits:
 # build 120 + correctness 120 + timing 60 + 180, plus extra_wall_s 60 (gpu_worker/worker.cc).
 EVALUATION_LIMIT_S = 120 + 120 + 60 + 180 + 60
@@ -142,17 +154,31 @@ def test_helm_lint_passes_for_every_values_file():
         assert "1 chart(s) linted, 0 chart(s) failed" in run.stdout
 
 
-def test_every_builtin_object_is_valid_for_kubernetes(objects):
+def test_every_builtin_object_is_valid_for_every_kubernetes_version_the_chart_allows(objects):
+    assert "1.34.0" in KUBERNETES_VERSIONS and len(KUBERNETES_VERSIONS) >= 4
     builtin = [o for o in objects if o["kind"] not in CUSTOM_KINDS]
     assert builtin
-    for obj in builtin:
-        try:
-            kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
-        except kubernetes_validate.ValidationError as e:
-            pytest.fail(f"{obj['kind']} {obj['metadata']['name']}: {e.message} at {list(e.path)}")
+    for version in KUBERNETES_VERSIONS:
+        for obj in builtin:
+            try:
+                kubernetes_validate.validate(obj, version, strict=True)
+            except kubernetes_validate.ValidationError as e:
+                pytest.fail(f"Kubernetes {version}: {obj['kind']} {obj['metadata']['name']}: "
+                            f"{e.message} at {list(e.path)}")
     assert {o["kind"] for o in objects} - CUSTOM_KINDS <= {
         "Deployment", "Service", "PodDisruptionBudget", "StatefulSet", "Secret", "ConfigMap",
         "HorizontalPodAutoscaler"}
+
+
+def test_the_charts_kubernetes_floor_is_the_first_version_its_objects_are_valid_for():
+    """kubeVersion must not promise a version the pods do not fit: the worker's
+    securityContext.appArmorProfile exists from Kubernetes 1.30 on."""
+    floor = KUBERNETES_VERSIONS[0]
+    below = f"1.{int(floor.split('.')[1]) - 1}.0"
+    workers = [o for o in render("defaults") if o["kind"] == "Deployment"
+               and o["metadata"]["labels"]["app.kubernetes.io/component"] == "worker"]
+    with pytest.raises(kubernetes_validate.ValidationError, match="appArmorProfile"):
+        kubernetes_validate.validate(workers[0], below, strict=True)
 
 
 def test_each_pool_has_its_node_selector_gpu_limits_grace_period_and_sandbox(scenario, objects):
