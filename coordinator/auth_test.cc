@@ -184,7 +184,9 @@ TEST(AuthTest, ABootstrapTokenStoredConcurrentlyIsFoundAfterTheInsertFails) {
       return absl::AlreadyExistsError("duplicate key value violates unique constraint");
     }
     absl::StatusOr<bool> Revoke(const std::string&) override { return false; }
-    absl::StatusOr<std::vector<TokenRecord>> List() override { return {}; }
+    absl::StatusOr<std::vector<TokenRecord>> List() override {
+      return std::vector<TokenRecord>{};
+    }
     int finds_ = 0;
   } store;
   EXPECT_TRUE(EnsureBootstrapToken(store, *NewToken(), kBootstrapWorker).ok());
