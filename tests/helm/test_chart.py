@@ -550,6 +550,7 @@ def test_the_images_have_the_cli_the_probes_run():
                     '{"name":"a","gpuProduct":"Y","gpuType":"B"}]'],
      'workerPools: the name "a" is used twice'),
     (["--set", "workerDefaults.minReplicas=5"], "minReplicas (5) is above maxReplicas (4)"),
+    (["--kube-version", "1.29.0"], "chart requires kubeVersion: >=1.30.0-0"),
 ])
 def test_wrong_values_fail_with_a_message(args, message):
     run = helm("template", "kf", str(CHART), *args, check=False)
