@@ -1,5 +1,6 @@
 #include "coordinator/auth.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/ascii.h"
@@ -74,17 +75,34 @@ bool IsWellFormedToken(absl::string_view token) {
 
 }  // namespace
 
-absl::Status EnsureBootstrapToken(TokenStore& store, absl::string_view token) {
+absl::Status EnsureBootstrapToken(TokenStore& store, absl::string_view token,
+                                  const BootstrapIdentity& who) {
   if (!IsWellFormedToken(token)) {
-    return absl::InvalidArgumentError(
-        "the bootstrap admin token must be kf_ and 64 hex digits (make one with: echo kf_$(openssl "
-        "rand -hex 32))");
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the ", who.principal, " token must be kf_ and 64 hex digits (make one with: echo "
+        "kf_$(openssl rand -hex 32))"));
   }
-  auto found = store.FindByHash(HashToken(token));
+  const std::string hash = HashToken(token);
+  auto found = store.FindByHash(hash);
   if (!found.ok()) return found.status();
-  if (found->has_value()) return absl::OkStatus();
-  return store.Create(HashToken(token), "bootstrap-admin", "default", {"admin"}, 0, "bootstrap")
-      .status();
+  if (!found->has_value()) {
+    auto created = store.Create(hash, who.principal, "default", {RoleName(who.role)}, 0,
+                                "bootstrap");
+    if (created.ok()) return absl::OkStatus();
+    // Another coordinator starting at the same time may have stored it first (the hash is
+    // unique): then it is found now.
+    found = store.FindByHash(hash);
+    if (!found.ok()) return found.status();
+    if (!found->has_value()) return created.status();
+  }
+  const TokenRecord& r = **found;
+  if (std::find(r.roles.begin(), r.roles.end(), RoleName(who.role)) == r.roles.end()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "this token is stored already as token ", r.token_id, " of ", r.principal,
+        ", without the ", RoleName(who.role), " role: give ", who.principal,
+        " a token of its own"));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Principal> Authenticator::Authenticate(absl::string_view authorization) const {

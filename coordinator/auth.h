@@ -91,10 +91,23 @@ std::vector<std::string> ReadableTenants(const Principal& p);
 // identities, readable by operators only).
 bool CanRead(const Principal& p, const std::string& tenant);
 
-// Makes `token` (read from the coordinator's --bootstrap_admin_token_file) a valid admin token
-// of principal "bootstrap-admin" unless its hash is stored already (revoked or not: a revoked
-// bootstrap token stays revoked). INVALID_ARGUMENT for a malformed token.
-absl::Status EnsureBootstrapToken(TokenStore& store, absl::string_view token);
+// The identities the coordinator's bootstrap token files give (docs/security.md):
+// --bootstrap_admin_token_file makes the first admin, --bootstrap_worker_token_file the workers'
+// token (the Helm chart generates both, so no token is made by hand after an install).
+struct BootstrapIdentity {
+  const char* principal;
+  Role role;
+};
+inline constexpr BootstrapIdentity kBootstrapAdmin{"bootstrap-admin", Role::kAdmin};
+inline constexpr BootstrapIdentity kBootstrapWorker{"bootstrap-worker", Role::kWorker};
+
+// Makes `token` (read from a bootstrap token file) a valid token of `who` (tenant "default",
+// no expiry) unless its hash is stored already (revoked or not: a revoked bootstrap token stays
+// revoked). Several coordinators may start at once: one stores it, the others find it.
+// INVALID_ARGUMENT for a malformed token; FAILED_PRECONDITION when the token is stored already
+// without `who.role` (e.g. the admin token given as the workers').
+absl::Status EnsureBootstrapToken(TokenStore& store, absl::string_view token,
+                                  const BootstrapIdentity& who);
 
 // Checks a token request of an admin: principal and tenant 1..128 characters of
 // [A-Za-z0-9_.@-], at least one known role, ttl_s finite and not negative.

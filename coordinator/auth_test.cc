@@ -1,6 +1,7 @@
 #include "coordinator/auth.h"
 
 #include <map>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
@@ -119,14 +120,77 @@ TEST(AuthTest, TokenRequestsAreValidated) {
 TEST(AuthTest, TheBootstrapTokenIsStoredOnceAsAnAdmin) {
   MemTokenStore store;
   std::string t = *NewToken();
-  ASSERT_TRUE(EnsureBootstrapToken(store, t).ok());
-  ASSERT_TRUE(EnsureBootstrapToken(store, t).ok());
+  ASSERT_TRUE(EnsureBootstrapToken(store, t, kBootstrapAdmin).ok());
+  ASSERT_TRUE(EnsureBootstrapToken(store, t, kBootstrapAdmin).ok());
   EXPECT_EQ(store.by_hash_.size(), 1u);
   auto p = Authenticator(store).Authenticate("Bearer " + t);
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p->name, "bootstrap-admin");
   EXPECT_TRUE(p->Has(Role::kAdmin));
-  EXPECT_EQ(EnsureBootstrapToken(store, "secret").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(EnsureBootstrapToken(store, "secret", kBootstrapAdmin).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(AuthTest, TheBootstrapWorkerTokenIsAWorkerOnlyAndNeverAnotherIdentitysToken) {
+  MemTokenStore store;
+  std::string admin = *NewToken(), worker = *NewToken();
+  ASSERT_TRUE(EnsureBootstrapToken(store, admin, kBootstrapAdmin).ok());
+  ASSERT_TRUE(EnsureBootstrapToken(store, worker, kBootstrapWorker).ok());
+  ASSERT_TRUE(EnsureBootstrapToken(store, worker, kBootstrapWorker).ok());  // a restart
+  EXPECT_EQ(store.by_hash_.size(), 2u);
+  auto p = Authenticator(store).Authenticate("Bearer " + worker);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->name, "bootstrap-worker");
+  EXPECT_EQ(p->roles, std::set<Role>{Role::kWorker});
+  EXPECT_EQ(p->tenant, "default");
+  // The admin's token given as the workers' (or the other way round) is refused, not shared.
+  absl::Status s = EnsureBootstrapToken(store, admin, kBootstrapWorker);
+  EXPECT_EQ(s, absl::FailedPreconditionError(
+                   "this token is stored already as token id-1 of bootstrap-admin, without the "
+                   "worker role: give bootstrap-worker a token of its own"));
+  EXPECT_EQ(EnsureBootstrapToken(store, worker, kBootstrapAdmin).code(),
+            absl::StatusCode::kFailedPrecondition);
+  // A worker token an admin made (kforge token create --roles=worker) is accepted as it is.
+  std::string made = *NewToken();
+  ASSERT_TRUE(store.Create(HashToken(made), "workers", "default", {"worker"}, 0, "alice").ok());
+  EXPECT_TRUE(EnsureBootstrapToken(store, made, kBootstrapWorker).ok());
+  EXPECT_EQ(store.by_hash_.size(), 3u);
+  // Revoked stays revoked across restarts.
+  ASSERT_TRUE(*store.Revoke(p->token_id));
+  EXPECT_TRUE(EnsureBootstrapToken(store, worker, kBootstrapWorker).ok());
+  EXPECT_EQ(Authenticator(store).Authenticate("Bearer " + worker).status().code(),
+            absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(EnsureBootstrapToken(store, "kf_00", kBootstrapWorker).message(),
+            "the bootstrap-worker token must be kf_ and 64 hex digits (make one with: echo "
+            "kf_$(openssl rand -hex 32))");
+}
+
+// Two coordinators starting at once: the second's insert fails on the unique hash, and it
+// finds the token the first stored.
+TEST(AuthTest, ABootstrapTokenStoredConcurrentlyIsFoundAfterTheInsertFails) {
+  class RacingStore final : public TokenStore {
+   public:
+    absl::StatusOr<std::optional<TokenRecord>> FindByHash(const std::string&) override {
+      if (finds_++ == 0) return std::nullopt;  // not yet, when first asked
+      TokenRecord r;
+      r.token_id = "id-other";
+      r.principal = "bootstrap-worker";
+      r.roles = {"worker"};
+      return r;
+    }
+    absl::StatusOr<TokenRecord> Create(const std::string&, const std::string&,
+                                       const std::string&, const std::vector<std::string>&,
+                                       double, const std::string&) override {
+      return absl::AlreadyExistsError("duplicate key value violates unique constraint");
+    }
+    absl::StatusOr<bool> Revoke(const std::string&) override { return false; }
+    absl::StatusOr<std::vector<TokenRecord>> List() override {
+      return std::vector<TokenRecord>{};
+    }
+    int finds_ = 0;
+  } store;
+  EXPECT_TRUE(EnsureBootstrapToken(store, *NewToken(), kBootstrapWorker).ok());
+  EXPECT_EQ(store.finds_, 2);
 }
 
 }  // namespace

@@ -4,9 +4,11 @@
 
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
 #include "common/base/log.h"
 #include "common/config.h"
 #include "common/pg.h"
@@ -67,6 +69,10 @@ ABSL_FLAG(bool, allow_unauthenticated, false,
 ABSL_FLAG(std::string, bootstrap_admin_token_file, "",
           "a file holding an admin token (kf_ and 64 hex digits) to accept as principal "
           "'bootstrap-admin'; its hash is stored at startup unless already present");
+ABSL_FLAG(std::string, bootstrap_worker_token_file, "",
+          "a file holding a worker token (kf_ and 64 hex digits) to accept as principal "
+          "'bootstrap-worker' with the worker role; its hash is stored at startup unless already "
+          "present (the Helm chart gives its workers and coordinators the same generated file)");
 ABSL_FLAG(std::string, task_python, "python3",
           "the Python that compiles submitted tasks (standard library only) to refuse those "
           "that do not parse; empty: no compile check, only the pattern check");
@@ -139,11 +145,15 @@ int Run() {
     LogWarning("--allow_unauthenticated: every caller may do everything; use only on a trusted "
                "loopback");
   }
-  if (const std::string file = absl::GetFlag(FLAGS_bootstrap_admin_token_file); !file.empty()) {
+  for (const auto& [file, who, what] :
+       {std::tuple{absl::GetFlag(FLAGS_bootstrap_admin_token_file), kBootstrapAdmin, "admin"},
+        std::tuple{absl::GetFlag(FLAGS_bootstrap_worker_token_file), kBootstrapWorker, "worker"}}) {
+    if (file.empty()) continue;
     auto token = ReadSecretFile(file);
-    absl::Status s = token.ok() ? EnsureBootstrapToken(tokens, *token) : token.status();
+    absl::Status s = token.ok() ? EnsureBootstrapToken(tokens, *token, who) : token.status();
     if (!s.ok()) {
-      LogError("refusing to start", {{"error", "bootstrap admin token: " + std::string(s.message())}});
+      LogError("refusing to start",
+               {{"error", absl::StrCat("bootstrap ", what, " token: ", s.message())}});
       return 1;
     }
   }

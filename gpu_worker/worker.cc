@@ -115,11 +115,20 @@ absl::Status CheckSandbox(const WorkerOptions& options) {
       "worker with --sandbox_user= to keep its own user");
 }
 
+double EvaluationWallLimitS(const v1::EvalRequest& request, double extra_wall_s) {
+  const auto& lim = request.limits();
+  double limit = (lim.build_s() > 0 ? lim.build_s() : 120) + extra_wall_s;
+  if (!request.build_only()) {
+    limit += (lim.correctness_s() > 0 ? lim.correctness_s() : 120) +
+             (lim.timing_s() > 0 ? lim.timing_s() : 60) + 180;
+  }
+  return limit;
+}
+
 v1::EvalResult RunEvaluation(const WorkerOptions& options, v1::EvalRequest request,
                              const std::string& device, const std::atomic<bool>* cancel) {
   if (cancel && cancel->load()) return Failure("cancelled before it started", "cancelled");
   request.set_device(device);
-  const auto& lim = request.limits();
   // The request goes in on stdin, the JSON result comes back on stdout: no files to share
   // with a child that may run as another user.
   std::vector<std::string> argv = {options.eval_binary, "--request", "-"};
@@ -128,11 +137,7 @@ v1::EvalResult RunEvaluation(const WorkerOptions& options, v1::EvalRequest reque
     argv.push_back(options.cache_dir);
   }
   SandboxPolicy policy = PolicyFor(options);
-  policy.wall_limit_s = (lim.build_s() > 0 ? lim.build_s() : 120) + options.extra_wall_s;
-  if (!request.build_only()) {
-    policy.wall_limit_s += (lim.correctness_s() > 0 ? lim.correctness_s() : 120) +
-                           (lim.timing_s() > 0 ? lim.timing_s() : 60) + 180;
-  }
+  policy.wall_limit_s = EvaluationWallLimitS(request, options.extra_wall_s);
   const std::vector<std::string> env = ExtraEnv(request.build_only());
   // One fork server per slot thread (eval_server_client.h); KFORGE_EVAL_SERVER=off disables it.
   const char* use_server = std::getenv("KFORGE_EVAL_SERVER");

@@ -50,6 +50,14 @@ struct WorkerOptions {
 // cache reachable by the sandbox user). The error says what to fix.
 absl::Status CheckSandbox(const WorkerOptions& options);
 
+// The wall-clock limit of the kforge-eval child for `request`: its stage limits (the engine's
+// defaults, 120 s build, 120 s correctness, 60 s timing, for those at 0) plus 180 s of start-up
+// and checks for a full evaluation, plus `extra_wall_s`. With the defaults (the coordinator sets
+// no stage limits) it is 540 s: the longest one evaluation runs on a worker, which the Helm
+// chart's workerDefaults.evaluationLimitSeconds names and its grace period exceeds
+// (worker_test checks that they agree).
+double EvaluationWallLimitS(const v1::EvalRequest& request, double extra_wall_s);
+
 // Evaluates one request in a sandboxed kforge-eval child and returns its result, or a
 // runtime_error result saying why the child gave none. A build_only request runs with no GPU
 // visible. When `cancel` (if given) becomes true before the fork server answers, the child is

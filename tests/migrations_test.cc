@@ -1,8 +1,10 @@
 // migrations/ against a real PostgreSQL: the schema they create, idempotence, and the
 // refusals (a newer database, an edited migration). Each test gets its own database.
+#include <atomic>
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -166,6 +168,51 @@ TEST(MigrationsTest, SecondRunAppliesNothingAndChangesNothing) {
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(*again, 0);
   EXPECT_EQ(SchemaSnapshot(*conn), before);
+}
+
+// The Helm chart's coordinators migrate themselves (docs/decisions.md, "Kubernetes"): replicas
+// that start at once after an upgrade apply each new migration once between them (the
+// advisory lock serialises them; those after the first find nothing left to apply).
+TEST(MigrationsTest, ReplicasStartingAtOnceApplyEachNewMigrationOnce) {
+  auto url = PgTestEnvironment::server().CreateDatabase("replicas_at_once");
+  ASSERT_TRUE(url.ok()) << url.status();
+  const std::vector<Migration>& all = EmbeddedMigrations();
+  ASSERT_GE(all.size(), 3u);
+  const std::vector<Migration> previous(all.begin(), all.end() - 2);  // the release before
+  auto first = PgConnection::Connect(*url);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(ApplyMigrations(**first, previous).ok());
+
+  constexpr int kReplicas = 4;
+  std::vector<std::unique_ptr<PgConnection>> conns;
+  for (int i = 0; i < kReplicas; ++i) {
+    auto conn = PgConnection::Connect(*url);
+    ASSERT_TRUE(conn.ok()) << conn.status();
+    conns.push_back(std::move(conn).value());
+  }
+  std::vector<absl::StatusOr<int>> applied(kReplicas, 0);
+  std::atomic<int> ready{0};
+  std::vector<std::thread> replicas;
+  for (int i = 0; i < kReplicas; ++i) {
+    replicas.emplace_back([&, i] {
+      ready.fetch_add(1);
+      while (ready.load() < kReplicas) std::this_thread::yield();
+      applied[i] = ApplyMigrations(*conns[i], all);
+    });
+  }
+  for (auto& t : replicas) t.join();
+  int total = 0;
+  for (const auto& a : applied) {
+    ASSERT_TRUE(a.ok()) << a.status();
+    total += *a;
+  }
+  EXPECT_EQ(total, 2);  // the two new migrations, once
+  EXPECT_TRUE(CheckSchemaVersion(**first, all).ok());
+  auto rows = (*first)->Exec("SELECT count(*) AS n, count(DISTINCT version) AS d "
+                             "FROM schema_migrations");
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  EXPECT_EQ(rows->Get(0, "n"), std::to_string(all.size()));
+  EXPECT_EQ(rows->Get(0, "d"), std::to_string(all.size()));
 }
 
 TEST(MigrationsTest, EmptyDatabaseIsOlderThanTheBinary) {

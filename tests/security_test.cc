@@ -1,16 +1,19 @@
 // Who may talk to the coordinator (docs/security.md), against real processes: a worker without
 // credentials is refused, a revoked one is cut off mid-stream and its leases requeue, a
 // researcher cannot cancel another's job, a trainer cannot submit jobs, tokens are created,
-// listed and revoked with the CLI and stored only as hashes, and every stored evaluation names
-// the worker identity that produced it.
+// listed and revoked with the CLI and stored only as hashes, every stored evaluation names
+// the worker identity that produced it, and workers get in with the coordinators' bootstrap
+// worker token (the Helm chart's) with no token made by hand.
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "common/base/sha256.h"
 #include "common/base/subprocess.h"
 #include "common/channel.h"
+#include "common/secrets.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
@@ -241,6 +244,61 @@ TEST(SecurityTest, EveryStoredEvaluationNamesTheWorkerIdentityThatProducedIt) {
                           "JOIN api_tokens t ON t.token_id = e.worker_token_id")
                 .Get(0, 0),
             "cluster-worker");
+}
+
+// The Helm chart gives its coordinators and its workers one generated token file
+// (helm/README.md, "TLS and credentials"): the coordinators store it with the worker role at
+// startup (--bootstrap_worker_token_file), so a worker registers and evaluates with no token
+// made by hand; restarts keep one row, a revoked one stays revoked, and a coordinator given
+// another identity's token as the workers' refuses to start.
+TEST(SecurityTest, TheBootstrapWorkerTokenLetsWorkersInWithNoTokenMadeByHand) {
+  TempDir dir;
+  const std::string file = dir.path() + "/worker-token";
+  const std::string token = *NewToken();
+  std::ofstream(file) << token << "\n";
+  const std::string flag = "--bootstrap_worker_token_file=" + file;
+  Cluster cluster("sec_bootstrap_worker", /*gateway=*/false, {flag});
+  cluster.AddCoordinator();  // a second replica finds it stored
+  ASSERT_NE(cluster.StartWorker("cpu", 1, {"--token_file=" + file}), nullptr);
+  v1::EvaluationRecord rec = EvaluateOnCpu(cluster, "examples/candidates/tiny_relu/correct.py");
+  EXPECT_EQ(rec.result().verdict(), v1::VERDICT_OK) << rec.result().reason();
+  EXPECT_EQ(cluster.Query("SELECT t.principal || ' ' || array_to_string(t.roles, ',') || ' ' || "
+                          "t.created_by FROM evaluations e "
+                          "JOIN api_tokens t ON t.token_id = e.worker_token_id")
+                .Get(0, 0),
+            "bootstrap-worker worker bootstrap");
+  const std::string stored = "SELECT count(*) FROM api_tokens WHERE token_hash = '" +
+                             Sha256Hex(token) + "'";
+  EXPECT_EQ(cluster.Query(stored).Get(0, 0), "1");
+
+  // Revoked, it stays revoked when the coordinators restart with the same file.
+  const std::string id =
+      cluster.Query("SELECT token_id FROM api_tokens WHERE principal = 'bootstrap-worker'")
+          .Get(0, 0);
+  grpc::ClientContext ctx;
+  SetDeadline(ctx);
+  v1::RevokeTokenRequest revoke;
+  revoke.set_token_id(id);
+  v1::RevokeTokenResponse revoked;
+  grpc::Status s = cluster.Admin()->RevokeToken(&ctx, revoke, &revoked);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  cluster.KillCoordinator(0);
+  cluster.StartCoordinator(0);
+  EXPECT_EQ(cluster.Query(stored).Get(0, 0), "1");
+  RogueWorker again(cluster.coordinator()->grpc_address(), "cpu", token);
+  EXPECT_EQ(again.registered().error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_THAT(again.registered().error_message(), HasSubstr(id + " was revoked at "));
+
+  // The admin's token given as the workers': refused at startup, with the reason.
+  auto wrong = ServiceProcess::Start(
+      BuiltBinary("coordinator/kforge-coordinator"),
+      {"--database_url=" + PgTestEnvironment::server().Url("sec_bootstrap_worker"),
+       "--bootstrap_worker_token_file=" + cluster.admin_token_file()});
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(wrong.status().message(),
+              HasSubstr("bootstrap worker token: this token is stored already as token "));
+  EXPECT_THAT(wrong.status().message(), HasSubstr("of bootstrap-admin, without the worker role"));
 }
 
 TEST(SecurityTest, TheAuditTrailRecordsWhoDidWhatAndCannotBeRewritten) {

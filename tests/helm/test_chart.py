@@ -1,8 +1,9 @@
 """The Helm chart (helm/kforge) rendered by the real helm and checked without a cluster.
 
 Every values file of helm/kforge/ci/ and the defaults are rendered with `helm template`; every
-built-in object is validated against the Kubernetes 1.34 schemas (kubernetes-validate, strict:
-unknown fields fail), and the custom resources (KEDA ScaledObject, Prometheus operator
+built-in object is validated against the schemas of every Kubernetes minor version from the
+chart's `kubeVersion` floor to the newest kubernetes-validate knows (strict: unknown fields
+fail), and the custom resources (KEDA ScaledObject, Prometheus operator
 ServiceMonitor, PodMonitor, PrometheusRule) by the assertions below. helm and
 kubernetes-validate are installed by scripts/setup.sh; KFORGE_HELM overrides helm's path.
 """
@@ -21,9 +22,21 @@ import yaml
 REPO = pathlib.Path(__file__).resolve().parents[2]
 CHART = REPO / "helm" / "kforge"
 HELM = os.environ.get("KFORGE_HELM", str(REPO / ".cache" / "tools" / "bin" / "helm"))
-KUBERNETES_VERSION = "1.34.0"
+
+def kubernetes_versions():
+    """Every minor version from Chart.yaml's kubeVersion floor (">=1.30.0-0") to the newest
+    kubernetes-validate has schemas for, as "1.N.0"."""
+    floor = re.fullmatch(r">=1\.(\d+)\.0-0", yaml.safe_load((CHART / "Chart.yaml").read_text())[
+        "kubeVersion"])
+    assert floor, "kubeVersion is a floor >=1.N.0-0"
+    newest = int(kubernetes_validate.utils.latest_version().split(".")[1])
+    return [f"1.{minor}.0" for minor in range(int(floor.group(1)), newest + 1)]
+
+
+KUBERNETES_VERSIONS = kubernetes_versions()
 # The worker's outer wall limit for one evaluation with the engine's default stage limits:
-# build 120 + correctness 120 + timing 60 + 180, plus extra_wall_s 60 (gpu_worker/worker.cc).
+# build 120 + correctness 120 + timing 60 + 180, plus extra_wall_s 60 (EvaluationWallLimitS in
+# gpu_worker/worker.cc; worker_test checks it against the chart's values.yaml).
 EVALUATION_LIMIT_S = 120 + 120 + 60 + 180 + 60
 # The capabilities the worker's sandbox uses (helm/README.md says which syscall needs which).
 SANDBOX_CAPABILITIES = {"SYS_ADMIN", "SETUID", "SETGID", "CHOWN", "KILL", "DAC_OVERRIDE", "FOWNER"}
@@ -142,17 +155,31 @@ def test_helm_lint_passes_for_every_values_file():
         assert "1 chart(s) linted, 0 chart(s) failed" in run.stdout
 
 
-def test_every_builtin_object_is_valid_for_kubernetes(objects):
+def test_every_builtin_object_is_valid_for_every_kubernetes_version_the_chart_allows(objects):
+    assert "1.34.0" in KUBERNETES_VERSIONS and len(KUBERNETES_VERSIONS) >= 4
     builtin = [o for o in objects if o["kind"] not in CUSTOM_KINDS]
     assert builtin
-    for obj in builtin:
-        try:
-            kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
-        except kubernetes_validate.ValidationError as e:
-            pytest.fail(f"{obj['kind']} {obj['metadata']['name']}: {e.message} at {list(e.path)}")
+    for version in KUBERNETES_VERSIONS:
+        for obj in builtin:
+            try:
+                kubernetes_validate.validate(obj, version, strict=True)
+            except kubernetes_validate.ValidationError as e:
+                pytest.fail(f"Kubernetes {version}: {obj['kind']} {obj['metadata']['name']}: "
+                            f"{e.message} at {list(e.path)}")
     assert {o["kind"] for o in objects} - CUSTOM_KINDS <= {
         "Deployment", "Service", "PodDisruptionBudget", "StatefulSet", "Secret", "ConfigMap",
         "HorizontalPodAutoscaler"}
+
+
+def test_the_charts_kubernetes_floor_is_the_first_version_its_objects_are_valid_for():
+    """kubeVersion must not promise a version the pods do not fit: the worker's
+    securityContext.appArmorProfile exists from Kubernetes 1.30 on."""
+    floor = KUBERNETES_VERSIONS[0]
+    below = f"1.{int(floor.split('.')[1]) - 1}.0"
+    workers = [o for o in render("defaults") if o["kind"] == "Deployment"
+               and o["metadata"]["labels"]["app.kubernetes.io/component"] == "worker"]
+    with pytest.raises(kubernetes_validate.ValidationError, match="appArmorProfile"):
+        kubernetes_validate.validate(workers[0], below, strict=True)
 
 
 def test_each_pool_has_its_node_selector_gpu_limits_grace_period_and_sandbox(scenario, objects):
@@ -323,6 +350,8 @@ def test_no_secret_value_is_rendered_outside_its_secret(scenario, objects):
         want += 3  # the chart's CA, certificate and key
     if not values["auth"]["existingSecret"]:
         want += 2  # the chart's bootstrap admin and gateway tokens
+    if not values["auth"]["workerTokenSecret"]:
+        want += 1  # the chart's worker token
     assert len(secrets) == want
     for obj in objects:
         if obj["kind"] == "Secret":
@@ -440,18 +469,33 @@ def test_tokens_are_files_from_secrets_and_the_gateway_shares_the_coordinators()
         assert secret_file(gateway, g, env_of(g)["KFORGE_CALLER_TOKEN_FILE"]["value"]) == (
             secret, "gateway-token"), "the token the coordinators call with"
         assert "KFORGE_ALLOW_UNAUTHENTICATED" not in env_of(g)
-        for d in [d for d in by_kind(objects, "Deployment") if component_of(d) == "worker"]:
+        # The workers call with the token the coordinators store with the worker role at
+        # startup (--bootstrap_worker_token_file): no token is made by hand after install.
+        assert secret_file(coordinator, c, env["KFORGE_BOOTSTRAP_WORKER_TOKEN_FILE"]["value"]) == (
+            workers, "worker-token")
+        pools = [d for d in by_kind(objects, "Deployment") if component_of(d) == "worker"]
+        assert pools
+        for d in pools:
             (w,) = containers(d)
             assert secret_file(d, w, env_of(w)["KFORGE_TOKEN_FILE"]["value"]) == (
                 workers, "worker-token")
+            mounted = {v["secret"]["secretName"] for v in d["spec"]["template"]["spec"]["volumes"]
+                       if "secret" in v}
+            assert secret not in mounted, "a worker pod does not see the admin or gateway token"
         if not auth["existingSecret"]:
             tokens = secret_data(objects, "kf-kforge-auth")
             assert set(tokens) == {"bootstrap-admin-token", "gateway-token"}
             for token in tokens.values():  # what --bootstrap_admin_token_file accepts
                 assert re.fullmatch(r"kf_[0-9a-f]{64}", token), token
             assert len(set(tokens.values())) == 2
-        assert not [s for s in by_kind(objects, "Secret") if s["metadata"]["name"] == workers], \
-            "the worker token is made with the admin token after install, not by the chart"
+        made = [s for s in by_kind(objects, "Secret") if s["metadata"]["name"] == workers]
+        if auth["workerTokenSecret"]:
+            assert not made, "the operator's Secret is not rendered"
+        else:
+            (worker_token,) = secret_data(objects, workers).values()
+            assert re.fullmatch(r"kf_[0-9a-f]{64}", worker_token), worker_token
+            if not auth["existingSecret"]:
+                assert worker_token not in tokens.values(), "a token of its own"
 
 
 def test_the_coordinator_accepts_every_pools_gpu_type(scenario, objects):
@@ -506,6 +550,7 @@ def test_the_images_have_the_cli_the_probes_run():
                     '{"name":"a","gpuProduct":"Y","gpuType":"B"}]'],
      'workerPools: the name "a" is used twice'),
     (["--set", "workerDefaults.minReplicas=5"], "minReplicas (5) is above maxReplicas (4)"),
+    (["--kube-version", "1.29.0"], "chart requires kubeVersion: >=1.30.0-0"),
 ])
 def test_wrong_values_fail_with_a_message(args, message):
     run = helm("template", "kf", str(CHART), *args, check=False)

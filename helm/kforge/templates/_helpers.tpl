@@ -116,6 +116,18 @@ livenessProbe:
 {{- default (printf "%s-worker-token" (include "kforge.fullname" .)) .Values.auth.workerTokenSecret -}}
 {{- end -}}
 
+{{/* The workers' token as a file: the workers call with it, the coordinators store it with the
+     worker role at startup (--bootstrap_worker_token_file). Mode 0440: the coordinator reads
+     it as group 65534 (fsGroup), the worker as root. */}}
+{{- define "kforge.workerTokenVolume" -}}
+- name: worker-token
+  secret:
+    secretName: {{ include "kforge.workerTokenSecret" . }}
+    defaultMode: 0440
+    items:
+      - {key: worker-token, path: worker-token}
+{{- end -}}
+
 {{/* TLS of every gRPC hop (common/tls.h): the certificate, key and CA as mounted files, or
      plaintext only when tls.insecure says so; call with $. */}}
 {{- define "kforge.tlsEnv" -}}
