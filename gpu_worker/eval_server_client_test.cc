@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <string>
 
 #include "common/base/files.h"
+#include "gpu_worker/eval_view.h"
 
 namespace kforge {
 namespace {
@@ -39,6 +41,12 @@ class EvalServerClientTest : public ::testing::Test {
     config_.eval_binary =
         std::string(std::getenv("KFORGE_BINARY_DIR")) + "/gpu_worker/eval/kforge-eval";
     config_.cache_dir = scratch_ + "/cache";
+    // The view as the worker configures it (eval_view.h), the cache in it.
+    ASSERT_EQ(mkdir(config_.cache_dir.c_str(), 0755), 0);
+    config_.policy.executables = DefaultCompilerExecutables();
+    ASSERT_TRUE(AddEnginePaths(config_.eval_binary, config_.cache_dir, &config_.policy.view,
+                               &config_.policy.executables)
+                    .ok());
   }
   void TearDown() override { std::system(("rm -rf " + scratch_).c_str()); }
 

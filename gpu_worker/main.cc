@@ -8,11 +8,14 @@
 #include <thread>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "common/base/files.h"
 #include "common/base/log.h"
 #include "common/config.h"
 #include "common/secrets.h"
 #include "common/service.h"
+#include "gpu_worker/eval_view.h"
 #include "gpu_worker/gpu_facts.h"
 #include "gpu_worker/worker.h"
 
@@ -40,6 +43,19 @@ ABSL_FLAG(std::string, sandbox_namespaces, "auto",
           "required (the worker refuses to start when the sandbox cannot create its mount and "
           "PID namespaces: CAP_SYS_ADMIN), optional (go on without them, weaker), or auto "
           "(required when running as root)");
+ABSL_FLAG(bool, sandbox_view, true,
+          "with the mount namespace (root), evaluations see only the paths below, what "
+          "kforge-eval reports it reads, their scratch directory and the build cache");
+ABSL_FLAG(std::string, sandbox_read_only_paths, absl::StrJoin(kforge::DefaultReadOnlyPaths(), ","),
+          "comma-separated system paths evaluations may read (those missing are left out)");
+ABSL_FLAG(std::string, sandbox_devices, absl::StrJoin(kforge::DefaultDevices(), ","),
+          "comma-separated device nodes in the evaluations' /dev (NAME* matches a prefix)");
+ABSL_FLAG(std::string, sandbox_masked_paths, absl::StrJoin(kforge::DefaultMaskedPaths(), ","),
+          "comma-separated paths hidden inside the read-only ones (secrets)");
+ABSL_FLAG(std::string, sandbox_executables,
+          absl::StrJoin(kforge::DefaultCompilerExecutables(), ","),
+          "comma-separated files or directories whose programs evaluations may run besides "
+          "kforge-eval (NAME* matches a prefix); empty: any program");
 
 namespace kforge {
 namespace {
@@ -78,6 +94,20 @@ int Run() {
   }
   options.require_namespaces =
       namespaces == "required" || (namespaces == "auto" && geteuid() == 0);
+  options.sandbox_view.enabled = absl::GetFlag(FLAGS_sandbox_view);
+  auto list = [](const std::string& flag) -> std::vector<std::string> {
+    return absl::StrSplit(flag, ',', absl::SkipEmpty());
+  };
+  options.sandbox_view.read_only = list(absl::GetFlag(FLAGS_sandbox_read_only_paths));
+  options.sandbox_view.devices = list(absl::GetFlag(FLAGS_sandbox_devices));
+  options.sandbox_view.masked = list(absl::GetFlag(FLAGS_sandbox_masked_paths));
+  options.sandbox_executables = list(absl::GetFlag(FLAGS_sandbox_executables));
+  absl::Status engine_paths = AddEnginePaths(options.eval_binary, options.cache_dir,
+                                             &options.sandbox_view, &options.sandbox_executables);
+  if (!engine_paths.ok()) {
+    LogError("cannot start", {{"error", std::string(engine_paths.message())}});
+    return 1;
+  }
   if (!options.cache_dir.empty()) {
     // Shared by children that may run as another user.
     mkdir(options.cache_dir.c_str(), 0777);

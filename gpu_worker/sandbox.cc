@@ -25,6 +25,7 @@
 #include <utility>
 
 #include "common/base/log.h"
+#include "gpu_worker/sandbox_enter.h"
 
 namespace kforge {
 
@@ -43,22 +44,32 @@ struct SandboxChildPlan {
   gid_t gid = 0;
   std::vector<sock_filter> filter;
   sock_fprog prog{};  // points into `filter`; len 0: no filter
+  bool view = false;  // build `view_steps` when the mount namespace is there
+  std::vector<MountStep> view_steps;
+  std::string scratch;
+  std::vector<std::string> executables;  // empty: no restriction
 };
 
 namespace {
 
 // ---- In the child, between fork and exec: async-signal-safe calls only. ----
 
-// Says on the child's stderr which setup step failed; the child then exits with 126.
-bool Fail(const char* step) {
+// Says on the child's stderr which setup step failed (and on which path); the child then
+// exits with 126.
+bool Fail(const char* step, const char* path = nullptr) {
   int e = errno;
-  char buf[128];
+  char buf[512];
   size_t n = 0;
   auto put = [&](const char* s) {
     while (*s && n < sizeof buf - 1) buf[n++] = *s++;
   };
   put("kforge sandbox: ");
   put(step);
+  if (path && *path) {
+    put(" (");
+    put(path);
+    put(")");
+  }
   put(" failed, errno ");
   char digits[12];
   int d = 0;
@@ -163,7 +174,14 @@ bool EnterNamespaces(const SandboxChildPlan& plan) {
     RelayUntilExit(init, status_pipe[0]);
   }
   prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
+  // The view has its own /proc of this PID namespace; without it the host's is covered.
+  const char* where = nullptr;
+  if (plan.view) {
+    if (const char* failed = EnterView(plan.view_steps, plan.scratch, plan.scratch, &where)) {
+      Fail(failed, where);
+      _exit(126);
+    }
+  } else if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
     Fail("mounting /proc");
     _exit(126);
   }
@@ -200,6 +218,10 @@ bool Confine(const SandboxChildPlan& plan) {
     if (syscall(SYS_setresuid, plan.uid, plan.uid, plan.uid) != 0) return Fail("setresuid");
   }
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return Fail("no_new_privs");
+  const char* where = nullptr;
+  if (const char* failed = RestrictExecution(plan.executables, &where)) {
+    return Fail(failed, where);
+  }
   if (plan.prog.len > 0 && prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &plan.prog) != 0) {
     return Fail("seccomp");
   }
@@ -313,6 +335,9 @@ bool BuildPlan(const SandboxPolicy& policy, SandboxChildPlan* plan, std::string*
     plan->drop_privileges = true;
     if (!LookUpUser(policy.run_as_user, &plan->uid, &plan->gid, error)) return false;
   }
+  if (!policy.executables.empty()) {
+    plan->executables = ExpandPrefixPatterns(policy.executables, SystemPathProbe());
+  }
   if (policy.no_network || policy.seccomp) {
     if (!CompileFilter(policy, &plan->filter, error)) return false;
     plan->prog.len = static_cast<unsigned short>(plan->filter.size());
@@ -379,7 +404,13 @@ bool Sandboxed::Start(std::vector<std::string> argv, std::vector<std::string> ex
     result_.error = "sandbox: " + error;
     return false;
   }
-  std::string dir = policy_.scratch_root + "/kforge-sandbox-XXXXXX";
+  // Its real name: the view binds it where the child's HOME says it is.
+  std::string root = policy_.scratch_root;
+  if (char* real = realpath(root.c_str(), nullptr)) {
+    root = real;
+    free(real);
+  }
+  std::string dir = root + "/kforge-sandbox-XXXXXX";
   if (!mkdtemp(dir.data())) {
     result_.error = "sandbox: cannot create a scratch directory in " + policy_.scratch_root +
                     ": " + std::strerror(errno);
@@ -391,6 +422,20 @@ bool Sandboxed::Start(std::vector<std::string> argv, std::vector<std::string> ex
     RemoveScratch();
     return false;
   }
+  if (geteuid() == 0 && policy_.view.enabled) {
+    absl::StatusOr<std::vector<MountStep>> steps =
+        PlanView(policy_.view, scratch_dir_, SystemPathProbe());
+    if (!steps.ok()) {
+      result_.error = "sandbox: " + std::string(steps.status().message());
+      RemoveScratch();
+      return false;
+    }
+    plan->view = true;
+    plan->view_steps = std::move(*steps);
+    plan->scratch = scratch_dir_;
+  }
+  // The program the sandbox was asked to run may always be run.
+  if (!plan->executables.empty() && !argv.empty()) plan->executables.push_back(argv[0]);
   SpawnOptions options;
   options.argv = std::move(argv);
   options.env = ChildEnvironment(policy_, scratch_dir_, std::move(extra_env));

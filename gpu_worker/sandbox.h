@@ -24,6 +24,19 @@
 //     shows only the sandbox's processes. A tiny init (PID 1 of the namespace) reaps orphans;
 //     when the child ends, the init exits and the kernel kills every process left in the
 //     namespace, including those that left the process group with setsid()/setpgid().
+//   - when the worker runs as root (the mount namespace): a file view of its own (`view`,
+//     sandbox_view.h; issue 15). The child's root is a fresh read-only tmpfs holding only the
+//     system paths (/usr, /etc minus secrets, /sys...), what its program reads (the worker
+//     adds kforge-eval's packages, compiler and libraries: eval_view.h), all read-only; its
+//     scratch directory and the build cache, writable; a /dev with only null, zero, full,
+//     random, urandom, /dev/nvidia* and a private /dev/shm; a private /tmp; a fresh /proc. The
+//     host's /tmp, the checkout, other evaluations' scratch directories and every Unix socket
+//     outside those paths do not exist there. Paths keep their host names, so the worker and
+//     the child agree on the scratch directory's. Programs such as g++, nvcc and ninja run in
+//     the same view.
+//   - when `executables` is set (the worker sets compilers, eval_view.h): only those files may
+//     be executed by any process of the sandbox, besides argv[0] (Landlock, Linux 5.13+;
+//     with or without root). A program the candidate wrote, or /usr/bin/id, fails with EACCES.
 //
 // Decision on fork. The child must be able to fork: kforge-eval's supervisor forks the
 // evaluation process, Python's subprocess and torch's compile steps fork too. So fork, vfork
@@ -38,15 +51,19 @@
 //     kill also reaches processes that left the group, and nothing survives a normal exit
 //     either. RLIMIT_CPU is per process: each forked process gets its own budget.
 // Without root (no namespaces, no uid change) the sandbox is seccomp + rlimits + the group
-// kill only: the group kill misses processes in other groups (kforge-eval's own supervisor
-// puts the evaluation process in a group of its own, and a child can call setsid()), its
-// processes count against the worker's RLIMIT_NPROC, and it can read the worker's files and
-// memory (same uid). Run the worker as root for the full sandbox.
+// kill (+ the `executables` rule) only: the group kill misses processes in other groups
+// (kforge-eval's own supervisor puts the evaluation process in a group of its own, and a child
+// can call setsid()), its processes count against the worker's RLIMIT_NPROC, it can read the
+// worker's files and memory (same uid), and it has no file view: it sees the host's
+// filesystem as the worker's uid may, /tmp and the checkout included. Run the worker as root
+// for the full sandbox.
 //
-// Not covered: the child can write into world-writable directories (/tmp, /dev/shm) outside
-// its scratch directory, and what it leaves there is not cleaned up (kforge-eval's evaluation
-// process narrows its own writes with Landlock: gpu_worker/eval/candidate_files.h); it sees the host's
-// filesystem as its uid may. Files it must use (kforge-eval, the artifact cache, the
+// Not covered: inside the view, everything under the read-only paths is readable as far as
+// run_as_user may (a checkout under /opt or /usr would be); the build cache is shared by all
+// the worker's evaluations at the sandbox's level (kforge-eval's evaluation process narrows its
+// own writes to its candidate's namespace with Landlock: gpu_worker/eval/candidate_files.h).
+// Without the view the child can write into world-writable directories (/tmp, /dev/shm)
+// outside its scratch directory. Files it must use (kforge-eval, the artifact cache, the
 // /dev/nvidia* nodes) must be accessible to run_as_user, and scratch_root traversable by it.
 //
 // Thread-safety: RunSandboxed may be called from several threads at once. A Sandboxed object
@@ -65,6 +82,7 @@
 #include <vector>
 
 #include "common/base/subprocess.h"
+#include "gpu_worker/sandbox_view.h"
 
 namespace kforge {
 
@@ -88,6 +106,12 @@ struct SandboxPolicy {
   // (the worker's may hold credentials). HOME, TMPDIR and PWD are the scratch directory.
   std::vector<std::string> pass_env = {"PATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH"};
   size_t max_output_bytes = 1 << 20;      // per stream, as in SpawnOptions
+  // What the child sees of the host's files when the sandbox has its mount namespace
+  // (sandbox_view.h); the scratch directory is always in it, writable.
+  SandboxView view;
+  // When not empty: the only files the child's processes may execute (a directory: every
+  // file beneath it; a trailing '*' matches names by prefix), besides argv[0]. Landlock.
+  std::vector<std::string> executables;
 };
 
 // The plan the child follows between fork and exec; built before the fork.

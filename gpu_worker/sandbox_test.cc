@@ -6,7 +6,9 @@
 #include <linux/capability.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -431,24 +433,132 @@ TEST(SandboxTest, ScratchExistsWhileRunningAndSignalGroupReachesTheChild) {
 
 TEST(SandboxTest, RootWorkerRunsTheChildAsAnUnprivilegedUser) {
   if (!IsRoot()) GTEST_SKIP() << "needs a root worker";
-  std::string secret = testing::TempDir() + "kforge-sandbox-secret-XXXXXX";
-  int fd = mkstemp(secret.data());
+  // In the view (read-only), so that only the user keeps the child from reading it.
+  std::string dir = MakeScratchRoot();
+  std::string secret = dir + "/secret";
+  int fd = open(secret.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
   ASSERT_GE(fd, 0);
   ASSERT_EQ(write(fd, "secret\n", 7), 7);
   close(fd);
-  ASSERT_EQ(chmod(secret.c_str(), 0600), 0);
   struct passwd* nobody = getpwnam("nobody");
   ASSERT_NE(nobody, nullptr);
   std::string uid = std::to_string(nobody->pw_uid), gid = std::to_string(nobody->pw_gid);
 
+  SandboxPolicy p = TestPolicy();
+  p.view.read_only.push_back(dir);
   SubprocessResult r = RunSandboxed(
-      TestPolicy(), Sh("id -u; id -g; id -G; cat " + secret +
-                       "; echo \"rc=$?\"; grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status"));
+      p, Sh("id -u; id -g; id -G; cat " + secret +
+            "; echo \"rc=$?\"; grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status"));
   unlink(secret.c_str());
+  rmdir(dir.c_str());
   ASSERT_TRUE(r.Succeeded()) << r.Describe() << r.stderr_data;
   EXPECT_EQ(r.stdout_data,
             uid + "\n" + gid + "\n" + gid + "\nrc=1\nNoNewPrivs:\t1\nSeccomp:\t2\n");
   EXPECT_NE(r.stderr_data.find("Permission denied"), std::string::npos) << r.stderr_data;
+}
+
+// Tries to reach what the view leaves out; one line per attempt: "NAME ok ..." or "NAME ERRNO".
+const char kViewProbe[] =
+    "import errno, os, socket, sys\n"
+    "def attempt(name, f):\n"
+    "    try:\n"
+    "        print(name, 'ok', f())\n"
+    "    except OSError as e:\n"
+    "        print(name, errno.errorcode[e.errno])\n"
+    "def connect(path):\n"
+    "    with socket.socket(socket.AF_UNIX) as s:\n"
+    "        s.connect(path)\n"
+    "planted, other, readme, sock = sys.argv[1:5]\n"
+    "attempt('planted', lambda: open(planted).read().strip())\n"
+    "attempt('other-scratch', lambda: ','.join(os.listdir(other)))\n"
+    "attempt('checkout', lambda: len(open(readme).read()) > 0)\n"
+    "attempt('socket', lambda: connect(sock))\n"
+    "attempt('write-usr', lambda: os.mkdir('/usr/kforge-view-test'))\n"
+    "attempt('write-root', lambda: os.mkdir('/kforge-view-test'))\n"
+    "print('tmp', ','.join(sorted(os.listdir('/tmp'))))\n"
+    "print('dev', ','.join(sorted(os.listdir('/dev'))))\n";
+
+// What the view probe is given: a file in the host's /tmp, another sandbox's scratch, the
+// checkout's README and a listening Unix socket, each open to the sandbox's user.
+struct HostBait {
+  HostBait() {
+    dir = MakeScratchRoot();
+    chmod(dir.c_str(), 0755);
+    planted = dir + "/planted.txt";
+    std::ofstream(planted) << "planted\n";
+    chmod(planted.c_str(), 0644);
+    other = dir + "/kforge-sandbox-other";
+    mkdir(other.c_str(), 0777);
+    std::ofstream(other + "/kernel.py") << "x";
+    chmod((other + "/kernel.py").c_str(), 0644);
+    socket_path = dir + "/.s.PGSQL.5432";
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", socket_path.c_str());
+    EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    chmod(socket_path.c_str(), 0777);
+    EXPECT_EQ(listen(fd, 4), 0);
+  }
+  ~HostBait() {
+    close(fd);
+    std::system(("rm -rf " + dir).c_str());
+  }
+  std::vector<std::string> Argv() const {
+    return {kPython, "-c", kViewProbe, planted, other,
+            std::string(std::getenv("KFORGE_SOURCE_DIR")) + "/README.md", socket_path};
+  }
+  std::string dir, planted, other, socket_path;
+  int fd = -1;
+};
+
+TEST(SandboxTest, TheViewShowsOnlySystemPathsItsScratchAndChosenDevices) {
+  if (!IsRoot()) GTEST_SKIP() << "the view needs the mount namespace (root)";
+  HostBait bait;
+  SandboxPolicy p = TestPolicy();
+  p.scratch_root = MakeScratchRoot();
+  SubprocessResult r = RunSandboxed(p, bait.Argv());
+  ASSERT_TRUE(r.Succeeded()) << r.Describe() << r.stderr_data;
+  // The private /tmp holds only the way to the child's own scratch directory.
+  std::string scratch_parent = p.scratch_root.substr(p.scratch_root.rfind('/') + 1);
+  EXPECT_EQ(r.stdout_data,
+            "planted ENOENT\nother-scratch ENOENT\ncheckout ENOENT\nsocket ENOENT\n"
+            "write-usr EROFS\nwrite-root EROFS\ntmp " + scratch_parent + "\n"
+            "dev fd,full,null,random,shm,stderr,stdin,stdout,urandom,zero\n");
+  rmdir(p.scratch_root.c_str());
+}
+
+TEST(SandboxTest, WithoutTheViewTheSameChildReachesTheHostsFiles) {
+  // The control for the test above: the baits are within the sandbox user's reach.
+  HostBait bait;
+  SandboxPolicy p = TestPolicy();
+  p.view.enabled = false;
+  SubprocessResult r = RunSandboxed(p, bait.Argv());
+  ASSERT_TRUE(r.Succeeded()) << r.Describe() << r.stderr_data;
+  EXPECT_EQ(r.stdout_data.rfind("planted ok planted\nother-scratch ok kernel.py\n"
+                                "checkout ok True\nsocket ok None\n",
+                                0),
+            0u)
+      << r.stdout_data;
+}
+
+TEST(SandboxTest, OnlyListedProgramsMayBeExecuted) {
+  SandboxPolicy p = TestPolicy();
+  p.executables = {"/lib64/ld-linux*", "/lib/ld-linux*", "/usr/lib/x86_64-linux-gnu/ld-linux*",
+                   "/usr/lib/aarch64-linux-gnu/ld-linux*", "/usr/bin/id"};
+  SubprocessResult r = RunSandboxed(
+      p, {kPython, "-c",
+          "import errno, os, subprocess\n"
+          "with open('own.sh', 'w') as f: f.write('#!/bin/sh\\necho ran\\n')\n"
+          "os.chmod('own.sh', 0o755)\n"
+          "for prog in ('/usr/bin/id', '/usr/bin/whoami', './own.sh'):\n"
+          "    try:\n"
+          "        subprocess.run([prog], capture_output=True, check=True)\n"
+          "        print(prog, 'ran')\n"
+          "    except OSError as e:\n"
+          "        print(prog, errno.errorcode[e.errno])\n"});
+  ASSERT_TRUE(r.Succeeded()) << r.Describe() << r.stderr_data;
+  EXPECT_EQ(r.stdout_data, "/usr/bin/id ran\n/usr/bin/whoami EACCES\n./own.sh EACCES\n");
 }
 
 // What an unprivileged worker gets: the seccomp rules, no namespaces.

@@ -82,6 +82,8 @@ SandboxPolicy PolicyFor(const WorkerOptions& options) {
   policy.scratch_root = options.scratch_root;
   policy.run_as_user = options.sandbox_user;
   policy.require_namespaces = options.require_namespaces;
+  policy.view = options.sandbox_view;
+  policy.executables = options.sandbox_executables;
   policy.max_output_bytes = 8 << 20;  // stdout carries the JSON result
   // Bounds a fork bomb while it runs (the PID namespace ends the rest afterwards). Counts the
   // threads of every process of the sandbox user: torch and CUDA start dozens per child.

@@ -18,6 +18,7 @@
 
 #include "absl/status/status.h"
 #include "common/tls.h"
+#include "gpu_worker/sandbox_view.h"
 #include "kforge/v1/eval.pb.h"
 #include "kforge/v1/worker.pb.h"
 #include "prometheus/registry.h"
@@ -36,6 +37,8 @@ struct WorkerOptions {
   double extra_wall_s = 60;    // on top of the stage limits for the child's wall clock
   std::string sandbox_user = "nobody";  // when the worker is root; "" keeps the worker's user
   bool require_namespaces = false;      // SandboxPolicy::require_namespaces
+  SandboxView sandbox_view;             // SandboxPolicy::view (with root); eval_view.h fills it
+  std::vector<std::string> sandbox_executables;  // SandboxPolicy::executables; empty: any
   // PCI bus id of each slot's GPU (index = slot), for the per-slot GPU metrics; empty in CPU
   // mode or when unknown (then only the busy series are exported).
   std::vector<std::string> gpu_pci_bus_ids;

@@ -23,6 +23,7 @@
 
 #include "gpu_worker/eval/baseline.h"
 #include "gpu_worker/eval/engine.h"
+#include "gpu_worker/eval/engine_paths.h"
 #include "gpu_worker/eval/serve.h"
 #include "common/result_json.h"
 #include "gpu_worker/eval/static_checks.h"
@@ -44,6 +45,7 @@ constexpr char kUsage[] =
     "       kforge-eval --serve stdio|FIFO_DIR [--answer pb|json] [--cache-dir DIR]\n"
     "                   (fork server: framed\n"
     "                   EvalRequest in, EvalResult out; see gpu_worker/eval/serve.h)\n"
+    "       kforge-eval --sandbox-paths  (the host paths it reads, for the worker's sandbox)\n"
     "Prints one JSON result (or writes it to --json OUT); exits 0 whenever it reached a\n"
     "verdict. See docs/evaluation.md.";
 
@@ -78,6 +80,10 @@ int main(int argc, char** argv) {
     std::string a = argv[i];
     if (a == "--help" || a == "-h") {
       std::printf("%s\n", kUsage);
+      return 0;
+    }
+    if (a == "--sandbox-paths") {  // what the worker's sandbox must show (engine_paths.h)
+      for (const std::string& path : eval::PathsTheEngineReads()) std::printf("%s\n", path.c_str());
       return 0;
     }
     if (a == "--build-only" || a == "--keep-samples") {

@@ -1,0 +1,172 @@
+// The worker's sandbox view (issue 15) with the real kforge-eval in CPU mode, configured as
+// kforge-worker configures it: a candidate that tries to leave its view (another evaluation's
+// scratch, the host's /tmp, the checkout, a Unix socket, the coordinator's port, a program that
+// is not a compiler) fails at each attempt and its output says how, while the same candidate
+// without the view reaches them all; compilers (g++ through load_inline, ninja and /bin/sh;
+// the cpp dialect's g++ and NVRTC) still work inside it.
+#include "gpu_worker/eval_view.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "common/base/files.h"
+#include "gmock/gmock.h"
+#include "gpu_worker/worker.h"
+#include "gtest/gtest.h"
+
+namespace kforge {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+std::string Source(const std::string& rel) {
+  return ReadFileOrEmpty(std::string(std::getenv("KFORGE_SOURCE_DIR")) + "/" + rel);
+}
+
+void Replace(std::string* s, const std::string& from, const std::string& to) {
+  size_t at = s->find(from);
+  ASSERT_NE(at, std::string::npos) << from;
+  s->replace(at, from.size(), to);
+}
+
+class EvalViewTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "the view needs the sandbox's mount namespace (root)";
+    setenv("KFORGE_EVAL_SERVER", "off", 1);  // one-shot children: a fresh policy per test
+    dir_ = MakeDir("/tmp/kforge-view-test-XXXXXX", 0711);
+    options_.eval_binary =
+        std::string(std::getenv("KFORGE_BINARY_DIR")) + "/gpu_worker/eval/kforge-eval";
+    options_.cache_dir = dir_ + "/cache";
+    ASSERT_EQ(mkdir(options_.cache_dir.c_str(), 0777), 0);
+    chmod(options_.cache_dir.c_str(), 01777);
+    options_.scratch_root = dir_;
+    options_.cpu_mode = true;
+    options_.require_namespaces = true;
+    options_.sandbox_executables = DefaultCompilerExecutables();
+    ASSERT_TRUE(AddEnginePaths(options_.eval_binary, options_.cache_dir, &options_.sandbox_view,
+                               &options_.sandbox_executables)
+                    .ok());
+  }
+  void TearDown() override {
+    if (unix_fd_ >= 0) close(unix_fd_);
+    if (tcp_fd_ >= 0) close(tcp_fd_);
+    for (const std::string& d : cleanup_) std::system(("rm -rf " + d).c_str());
+    if (!dir_.empty()) std::system(("rm -rf " + dir_).c_str());
+  }
+
+  std::string MakeDir(std::string tmpl, mode_t mode) {
+    EXPECT_NE(mkdtemp(tmpl.data()), nullptr);
+    chmod(tmpl.c_str(), mode);
+    return tmpl;
+  }
+
+  v1::EvalResult Evaluate(const std::string& candidate_source) {
+    v1::EvalRequest r;
+    r.set_task_source(Source("examples/tasks/tiny/tiny_relu.py"));
+    r.set_candidate_source(candidate_source);
+    r.mutable_limits()->set_build_s(600);
+    r.mutable_limits()->set_correctness_s(60);
+    return RunEvaluation(options_, r, "cpu");
+  }
+
+  // view_probe.py aimed at baits within the sandbox user's reach but outside its view:
+  // another evaluation's scratch directory, as the sandbox makes them (its user's, 0700), a
+  // file in the host's /tmp, the checkout's README, a socket standing for the database's and
+  // a TCP port on loopback standing for the coordinator's.
+  std::string BaitedProbe() {
+    std::string other = MakeDir(dir_ + "/kforge-sandbox-XXXXXX", 0700);
+    EXPECT_TRUE(WriteFileAtomically(other + "/kernel.py", "other's work"));
+    struct passwd* nobody = getpwnam("nobody");
+    EXPECT_NE(nobody, nullptr);
+    EXPECT_EQ(chown(other.c_str(), nobody->pw_uid, nobody->pw_gid), 0);
+    std::string host_tmp = MakeDir("/tmp/kforge-view-planted-XXXXXX", 0755);
+    cleanup_.push_back(host_tmp);
+    EXPECT_TRUE(WriteFileAtomically(host_tmp + "/secret.txt", "planted"));
+    chmod((host_tmp + "/secret.txt").c_str(), 0644);
+    std::string socket_path = host_tmp + "/.s.PGSQL.5432";
+    unix_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un ua{};
+    ua.sun_family = AF_UNIX;
+    std::snprintf(ua.sun_path, sizeof ua.sun_path, "%s", socket_path.c_str());
+    EXPECT_EQ(bind(unix_fd_, reinterpret_cast<sockaddr*>(&ua), sizeof ua), 0);
+    chmod(socket_path.c_str(), 0777);
+    EXPECT_EQ(listen(unix_fd_, 8), 0);
+    tcp_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in ta{};
+    ta.sin_family = AF_INET;
+    ta.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof ta;
+    EXPECT_EQ(bind(tcp_fd_, reinterpret_cast<sockaddr*>(&ta), sizeof ta), 0);
+    EXPECT_EQ(listen(tcp_fd_, 8), 0);
+    EXPECT_EQ(getsockname(tcp_fd_, reinterpret_cast<sockaddr*>(&ta), &len), 0);
+
+    std::string probe = Source("tests/security/view_probe.py");
+    Replace(&probe, "@OTHER_SCRATCH@", other);
+    Replace(&probe, "@PLANTED@", host_tmp + "/secret.txt");
+    Replace(&probe, "@README@", std::string(std::getenv("KFORGE_SOURCE_DIR")) + "/README.md");
+    Replace(&probe, "@SOCKET@", socket_path);
+    Replace(&probe, "@PORT@", std::to_string(ntohs(ta.sin_port)));
+    return probe;
+  }
+
+  std::string dir_;
+  std::vector<std::string> cleanup_;
+  int unix_fd_ = -1, tcp_fd_ = -1;
+  WorkerOptions options_;
+};
+
+TEST_F(EvalViewTest, ACandidateThatTriesToLeaveItsViewFailsAtEveryAttempt) {
+  v1::EvalResult r = Evaluate(BaitedProbe());
+  const std::string& out = r.output_log();
+  ASSERT_THAT(out, HasSubstr("VIEW tmp-listing")) << r.verdict() << " " << r.reason();
+  EXPECT_EQ(r.verdict(), v1::VERDICT_OK) << r.reason();
+  EXPECT_THAT(out, Not(HasSubstr("succeeded"))) << out;
+  EXPECT_THAT(out, Not(HasSubstr("kforge-view-planted"))) << out;
+  const std::string enoent = "failed: FileNotFoundError No such file or directory";
+  EXPECT_THAT(out, HasSubstr("VIEW other-scratch " + enoent)) << out;
+  EXPECT_THAT(out, HasSubstr("VIEW host-tmp-file " + enoent)) << out;
+  EXPECT_THAT(out, HasSubstr("VIEW checkout-file " + enoent)) << out;
+  EXPECT_THAT(out, HasSubstr("VIEW database-socket " + enoent)) << out;
+  EXPECT_THAT(out, HasSubstr("VIEW coordinator-port failed: PermissionError")) << out;
+  const std::string eacces = "failed: PermissionError Permission denied";
+  EXPECT_THAT(out, HasSubstr("VIEW exec-id " + eacces)) << out;
+  EXPECT_THAT(out, HasSubstr("VIEW exec-own-script " + eacces)) << out;
+}
+
+TEST_F(EvalViewTest, WithoutTheViewTheSameCandidateReachesTheBaits) {
+  // The control for the test above: the failures come from the view and the program list.
+  options_.sandbox_view.enabled = false;
+  options_.sandbox_executables.clear();
+  v1::EvalResult r = Evaluate(BaitedProbe());
+  const std::string& out = r.output_log();
+  EXPECT_THAT(out, HasSubstr("kforge-view-planted")) << out;
+  for (const char* reached : {"other-scratch", "host-tmp-file", "checkout-file",
+                              "database-socket", "exec-id", "exec-own-script"}) {
+    EXPECT_THAT(out, HasSubstr(std::string("VIEW ") + reached + " succeeded")) << out;
+  }
+  // The seccomp rule refuses Internet sockets with or without the view.
+  EXPECT_THAT(out, HasSubstr("VIEW coordinator-port failed: PermissionError")) << out;
+}
+
+TEST_F(EvalViewTest, CompilersRunInsideTheView) {
+  v1::EvalResult inline_cpu = Evaluate(Source("tests/security/view_load_inline_cpu.py"));
+  EXPECT_EQ(inline_cpu.verdict(), v1::VERDICT_OK)
+      << inline_cpu.reason() << "\n" << inline_cpu.compiler_log() << inline_cpu.output_log();
+  // The cpp dialect: g++ builds the host code and NVRTC the kernels; only the launch needs a GPU.
+  v1::EvalResult cpp = Evaluate(Source("examples/candidates/tiny_relu/cpp_relu.cpp"));
+  EXPECT_EQ(cpp.verdict(), v1::VERDICT_RUNTIME_ERROR) << cpp.reason() << "\n" << cpp.compiler_log();
+  EXPECT_EQ(cpp.rule(), "no_gpu") << cpp.reason() << "\n" << cpp.compiler_log();
+}
+
+}  // namespace
+}  // namespace kforge
