@@ -107,6 +107,26 @@ TEST_F(LeaseDispatcherTest, OffersWorkOfItsTypeUpToItsCapacity) {
   EXPECT_THAT(queue_.Queued(), ElementsAre(other, third));
 }
 
+TEST_F(LeaseDispatcherTest, LeasesHeldFromAnEarlierStreamFillSlotsUntilAnswered) {
+  queue_.Enqueue("H200");
+  const int64_t waiting = queue_.Enqueue("H200");
+  RecordingSender sender;
+  DispatchSettings settings;
+  settings.worker_id = "w1";
+  settings.gpu_type = "H200";
+  settings.capacity = 2;
+  settings.held = {"lease-from-before"};
+  LeaseDispatcher d(
+      queue_, notifier_, sender, metrics_, settings, [] { return absl::OkStatus(); }, nullptr);
+  EXPECT_EQ(d.OfferLeases().granted, 1);
+  EXPECT_THAT(queue_.Queued(), ElementsAre(waiting));
+  v1::WorkerMessage release;
+  release.mutable_release()->set_lease_id("lease-from-before");
+  EXPECT_TRUE(d.Handle(release));
+  EXPECT_EQ(d.OfferLeases().granted, 1);
+  EXPECT_THAT(queue_.Queued(), IsEmpty());
+}
+
 TEST_F(LeaseDispatcherTest, TaskOptionsBecomeEngineSettings) {
   queue_.Enqueue("H200", R"({"precision":"bf16","correctness_trials":7})");
   RecordingSender sender;
