@@ -37,6 +37,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/pg.h"
+#include "coordinator/work_queue.h"
 #include "kforge/v1/eval.pb.h"
 
 namespace kforge {
@@ -61,41 +62,6 @@ struct EnqueuedBatch {
   std::string batch_id;
   int evaluations = 0;
   std::map<std::string, int64_t> queued_per_type;  // GPU type -> evaluations queued
-};
-
-// What a worker asks for: up to `max_leases` evaluations of its type or of "any".
-struct LeaseRequest {
-  std::string worker_id;
-  std::string gpu_type;
-  int max_leases = 0;
-  double lease_timeout_s = 15;
-};
-
-struct LeaseGrant {
-  std::string lease_id;
-  int64_t evaluation_id = 0;
-  int attempt = 0;
-  std::string task_name;
-  std::string task_source;
-  std::string task_options_json;
-  std::string candidate_source;
-  std::string dialect;
-  std::string settings_json;
-  double waited_s = 0;  // from enqueue to this lease
-};
-
-struct Leased {
-  std::vector<LeaseGrant> grants;
-  // Queue rows, per GPU type, that the lease statement locked but did not take: it locks the
-  // best rows of both lanes and keeps the best of those, and concurrent leasers skipped the
-  // rest meanwhile. Worth a wake-up for streams that may have found nothing because of them.
-  std::map<std::string, int64_t> passed_over;
-};
-
-struct Completion {
-  bool stored = false;   // false: the lease no longer existed (reclaimed, already completed)
-  std::string batch_id;  // of the stored evaluation; empty when none
-  Leased next;           // leased in the same transaction
 };
 
 // Where a reader stands in a batch's results (FinishedSince). Every evaluation finished by a
@@ -136,7 +102,7 @@ struct ReclaimStats {
   std::set<std::string> abandoned_batches;
 };
 
-class QueueStore {
+class QueueStore : public WorkQueue {
  public:
   explicit QueueStore(PgPool& pool) : pool_(pool) {}
 
@@ -160,29 +126,23 @@ class QueueStore {
   // Finished evaluations matching the filter, newest first.
   absl::StatusOr<std::vector<StoredEvaluation>> Query(const EvaluationFilter& filter);
 
-  absl::StatusOr<Leased> Lease(const LeaseRequest& request);
-  // Extends the deadlines of the worker's listed leases and records its heartbeat.
+  // The WorkQueue (work_queue.h), in PostgreSQL.
+  absl::StatusOr<Leased> Lease(const LeaseRequest& request) override;
   absl::Status Heartbeat(const std::string& worker_id, const std::vector<std::string>& lease_ids,
-                         double lease_timeout_s);
-  // Stores the result of `lease_id`, held by next.worker_id whose GPU type is next.gpu_type,
-  // and leases up to next.max_leases more to the same worker.
+                         double lease_timeout_s) override;
   absl::StatusOr<Completion> CompleteAndLease(const std::string& lease_id,
                                               const v1::EvalResult& result,
-                                              const LeaseRequest& next);
-  // Hands an unrun lease back (a draining worker, an unsent lease); the attempt is not counted
-  // unless `count_attempt` (a refused result), and it keeps its position. Returns the GPU type
-  // it was queued for; empty when the lease no longer existed.
+                                              const LeaseRequest& next) override;
   absl::StatusOr<std::string> Release(const std::string& lease_id, const std::string& worker_id,
-                                      bool count_attempt = false);
-  // Hands back every lease `worker_id` holds (its credentials were revoked), attempts not
-  // counted. Returns the evaluations requeued per GPU type.
-  absl::StatusOr<std::map<std::string, int64_t>> ReleaseWorkerLeases(const std::string& worker_id);
+                                      bool count_attempt = false) override;
+  absl::StatusOr<std::map<std::string, int64_t>> ReleaseWorkerLeases(
+      const std::string& worker_id) override;
   absl::StatusOr<ReclaimStats> ReclaimExpired();
   // Workers that heartbeated within `window_s`, per GPU type.
   absl::StatusOr<std::map<std::string, int64_t>> LiveWorkers(double window_s);
   // Queued items per GPU type.
   absl::StatusOr<std::map<std::string, int64_t>> QueueDepth();
-  absl::Status MarkWorker(const std::string& worker_id, const std::string& state);
+  absl::Status MarkWorker(const std::string& worker_id, const std::string& state) override;
 
  private:
   // FinishedSince over the evaluations whose `column` (batch_id or job_id) is `id`.

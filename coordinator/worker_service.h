@@ -1,29 +1,24 @@
 // gRPC adapter for kforge.v1.WorkerService: registration, and one bidirectional stream per
-// worker. On the stream the worker says hello, then sends heartbeats (held leases, draining),
-// results and releases; the coordinator sends leases whenever the worker has free slots
-// (slots minus leases outstanding on this stream) and the queue has work of its GPU type.
-// Only callers with the worker role may register or connect, a stream only for the worker
-// registered with the caller's token, and the token is checked again at every heartbeat: a
-// revoked worker's stream ends UNAUTHENTICATED and its leases go back to the queue.
-// A result is stored together with the worker's next lease (QueueStore::CompleteAndLease), so
-// a busy worker costs one statement and one commit per evaluation.
+// worker. Only callers with the worker role may register or connect, a stream only for the
+// worker registered with the caller's token. On the stream the worker says hello (its id, the
+// prefetch it asks for, the leases it still holds), then sends heartbeats, results and
+// releases; what to do with them, and which leases to send, is the LeaseDispatcher's
+// (lease_dispatcher.h): this file only checks identities, reads and writes the stream.
 //
-// Threading: per stream, the gRPC handler thread leases for slots that nothing else fills
-// and otherwise waits on the Notifier (new work of its type) or polls every poll_interval_s;
-// a second thread reads the worker's messages and stores results. Both write leases, one at a
-// time. Leases outlive the stream in PostgreSQL: a worker that reconnects can still deliver
-// results for them; otherwise they expire and are reclaimed.
+// Threading: per stream, the gRPC handler thread runs the dispatcher's leasing loop and a
+// second thread reads the worker's messages into it. Leases outlive the stream in PostgreSQL:
+// a worker that reconnects can still deliver results for them; otherwise they expire and are
+// reclaimed.
 #ifndef KFORGE_COORDINATOR_WORKER_SERVICE_H_
 #define KFORGE_COORDINATOR_WORKER_SERVICE_H_
 
 #include "coordinator/audit.h"
+#include "coordinator/lease_dispatcher.h"
 #include "coordinator/notifier.h"
 #include "coordinator/pg_store.h"
-#include "coordinator/queue_store.h"
+#include "coordinator/work_queue.h"
 #include "coordinator/rpc_auth.h"
 #include "kforge/v1/worker.grpc.pb.h"
-#include "prometheus/counter.h"
-#include "prometheus/histogram.h"
 #include "prometheus/registry.h"
 
 namespace kforge {
@@ -39,7 +34,7 @@ struct WorkerTimings {
 class WorkerServiceImpl final : public v1::WorkerService::Service {
  public:
   // `audit` null: registrations and cut-offs are not audited.
-  WorkerServiceImpl(PgStore& store, QueueStore& queue, Notifier& notifier, const RpcAuth& auth,
+  WorkerServiceImpl(PgStore& store, WorkQueue& queue, Notifier& notifier, const RpcAuth& auth,
                     prometheus::Registry& metrics, WorkerTimings timings,
                     AuditLog* audit = nullptr);
 
@@ -49,18 +44,13 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
   grpc::Status Connect(grpc::ServerContext* ctx, WorkerStream* stream) override;
 
  private:
-  class Stream;
-
   PgStore& store_;
   const RpcAuth& auth_;
   AuditLog* const audit_;
-  QueueStore& queue_;
+  WorkQueue& queue_;
   Notifier& notifier_;
   const WorkerTimings timings_;
-  prometheus::Family<prometheus::Counter>& results_;
-  prometheus::Family<prometheus::Counter>& refused_;
-  prometheus::Family<prometheus::Counter>& leases_;
-  prometheus::Family<prometheus::Histogram>& queue_wait_;
+  DispatchMetrics metrics_;
 };
 
 }  // namespace kforge

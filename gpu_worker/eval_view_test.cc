@@ -19,7 +19,7 @@
 
 #include "common/base/files.h"
 #include "gmock/gmock.h"
-#include "gpu_worker/worker.h"
+#include "gpu_worker/sandbox_evaluator.h"
 #include "gtest/gtest.h"
 
 namespace kforge {

@@ -17,6 +17,7 @@
 #include "common/service.h"
 #include "gpu_worker/eval_view.h"
 #include "gpu_worker/gpu_facts.h"
+#include "gpu_worker/sandbox_evaluator.h"
 #include "gpu_worker/worker.h"
 
 ABSL_FLAG(std::string, coordinator, "localhost:50051", "coordinator gRPC address");

@@ -8,7 +8,7 @@
 #include <sstream>
 #include <string>
 
-#include "gpu_worker/worker.h"
+#include "gpu_worker/sandbox_evaluator.h"
 #include "gtest/gtest.h"
 
 namespace kforge {

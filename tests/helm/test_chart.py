@@ -36,7 +36,7 @@ def kubernetes_versions():
 KUBERNETES_VERSIONS = kubernetes_versions()
 # The worker's outer wall limit for one evaluation with the engine's default stage limits:
 # build 120 + correctness 120 + timing 60 + 180, plus extra_wall_s 60 (EvaluationWallLimitS in
-# gpu_worker/worker.cc; worker_test checks it against the chart's values.yaml).
+# gpu_worker/sandbox_evaluator.cc; worker_test checks it against the chart's values.yaml).
 EVALUATION_LIMIT_S = 120 + 120 + 60 + 180 + 60
 # The capabilities the worker's sandbox uses (helm/README.md says which syscall needs which).
 SANDBOX_CAPABILITIES = {"SYS_ADMIN", "SETUID", "SETGID", "CHOWN", "KILL", "DAC_OVERRIDE", "FOWNER"}
