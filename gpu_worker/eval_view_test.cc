@@ -20,6 +20,7 @@
 #include "common/base/files.h"
 #include "gmock/gmock.h"
 #include "gpu_worker/sandbox_evaluator.h"
+#include "gpu_worker/unix_listener_for_tests.h"
 #include "gtest/gtest.h"
 
 namespace kforge {
@@ -94,13 +95,8 @@ class EvalViewTest : public ::testing::Test {
     EXPECT_TRUE(WriteFileAtomically(host_tmp + "/secret.txt", "planted"));
     chmod((host_tmp + "/secret.txt").c_str(), 0644);
     std::string socket_path = host_tmp + "/.s.PGSQL.5432";
-    unix_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_un ua{};
-    ua.sun_family = AF_UNIX;
-    std::snprintf(ua.sun_path, sizeof ua.sun_path, "%s", socket_path.c_str());
-    EXPECT_EQ(bind(unix_fd_, reinterpret_cast<sockaddr*>(&ua), sizeof ua), 0);
-    chmod(socket_path.c_str(), 0777);
-    EXPECT_EQ(listen(unix_fd_, 8), 0);
+    unix_fd_ = ListenOnUnixSocket(socket_path);
+    EXPECT_GE(unix_fd_, 0);
     tcp_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in ta{};
     ta.sin_family = AF_INET;

@@ -20,6 +20,7 @@
 #include <sstream>
 #include <thread>
 
+#include "gpu_worker/unix_listener_for_tests.h"
 #include "gtest/gtest.h"
 
 namespace kforge {
@@ -492,13 +493,8 @@ struct HostBait {
     std::ofstream(other + "/kernel.py") << "x";
     chmod((other + "/kernel.py").c_str(), 0644);
     socket_path = dir + "/.s.PGSQL.5432";
-    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", socket_path.c_str());
-    EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-    chmod(socket_path.c_str(), 0777);
-    EXPECT_EQ(listen(fd, 4), 0);
+    fd = ListenOnUnixSocket(socket_path);
+    EXPECT_GE(fd, 0);
   }
   ~HostBait() {
     close(fd);
