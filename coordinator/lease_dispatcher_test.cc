@@ -71,6 +71,13 @@ class LeaseDispatcherTest : public ::testing::Test {
         queue_, notifier_, sender, metrics_, settings, [this] { return credentials_; }, nullptr);
   }
 
+  // Worker "w1" with one slot, which it has already filled with the queue's first lease.
+  std::unique_ptr<LeaseDispatcher> LeasedOne(RecordingSender& sender) {
+    auto d = Dispatcher("w1", 1, sender);
+    d->OfferLeases();
+    return d;
+  }
+
   FakeWorkQueue queue_;
   Notifier notifier_;
   prometheus::Registry registry_;
@@ -130,8 +137,7 @@ TEST_F(LeaseDispatcherTest, LeasesHeldFromAnEarlierStreamFillSlotsUntilAnswered)
 TEST_F(LeaseDispatcherTest, TaskOptionsBecomeEngineSettings) {
   queue_.Enqueue("H200", R"({"precision":"bf16","correctness_trials":7})");
   RecordingSender sender;
-  auto d = Dispatcher("w1", 1, sender);
-  d->OfferLeases();
+  auto d = LeasedOne(sender);
   ASSERT_EQ(sender.sent.size(), 1u);
   const v1::EvalRequest& req = sender.sent[0].lease().request();
   EXPECT_DOUBLE_EQ(req.atol(), 1e-2);
@@ -143,8 +149,7 @@ TEST_F(LeaseDispatcherTest, AResultIsStoredWithTheNextLease) {
   const int64_t first = queue_.Enqueue("H200");
   const int64_t second = queue_.Enqueue("H200");
   RecordingSender sender;
-  auto d = Dispatcher("w1", 1, sender);
-  d->OfferLeases();
+  auto d = LeasedOne(sender);
   ASSERT_THAT(sender.LeaseIds(), ElementsAre("lease-1"));
 
   EXPECT_TRUE(d->Handle(ResultOf("lease-1", CompileError())));
@@ -176,8 +181,7 @@ TEST_F(LeaseDispatcherTest, CompletingALeaseTheWorkerDoesNotHoldStoresNothing) {
 TEST_F(LeaseDispatcherTest, AMalformedResultIsRefusedAndItsLeaseRequeued) {
   const int64_t id = queue_.Enqueue("H200");
   RecordingSender sender;
-  auto d = Dispatcher("w1", 1, sender);
-  d->OfferLeases();
+  auto d = LeasedOne(sender);
   v1::EvalResult ok_without_speedup;
   ok_without_speedup.set_verdict(v1::VERDICT_OK);
 
@@ -217,8 +221,7 @@ TEST_F(LeaseDispatcherTest, ARevokedWorkerIsCutOffAndItsLeasesRequeued) {
 TEST_F(LeaseDispatcherTest, ARevokedWorkersResultIsNotStoredEvenBeforeItsNextHeartbeat) {
   const int64_t id = queue_.Enqueue("H200");
   RecordingSender sender;
-  auto d = Dispatcher("w1", 1, sender);
-  d->OfferLeases();
+  auto d = LeasedOne(sender);
   ASSERT_THAT(sender.LeaseIds(), ElementsAre("lease-1"));
 
   credentials_ = absl::UnauthenticatedError("token revoked");
@@ -238,8 +241,7 @@ TEST_F(LeaseDispatcherTest, ARevokedWorkersResultIsNotStoredEvenBeforeItsNextHea
 TEST_F(LeaseDispatcherTest, OtherCredentialErrorsDoNotCutOff) {
   queue_.Enqueue("H200");
   RecordingSender sender;
-  auto d = Dispatcher("w1", 1, sender);
-  d->OfferLeases();
+  auto d = LeasedOne(sender);
   credentials_ = absl::UnavailableError("token store unreachable");
   EXPECT_TRUE(d->Handle(HeartbeatOf({"lease-1"}, false)));
   EXPECT_FALSE(d->cut_off().has_value());
@@ -269,8 +271,7 @@ TEST_F(LeaseDispatcherTest, ADrainingWorkerGetsNoNewLeaseAndLeavesOnceAnswered) 
 TEST_F(LeaseDispatcherTest, AReleasedLeaseGoesBackWithoutUsingAnAttempt) {
   const int64_t id = queue_.Enqueue("H200");
   RecordingSender sender;
-  auto d = Dispatcher("w1", 1, sender);
-  d->OfferLeases();
+  auto d = LeasedOne(sender);
   EXPECT_TRUE(d->Handle(HeartbeatOf({}, true)));
   v1::WorkerMessage release;
   release.mutable_release()->set_lease_id("lease-1");
@@ -331,8 +332,7 @@ TEST_F(LeaseDispatcherTest, LeasesTheWorkerCannotReceiveGoBack) {
 TEST_F(LeaseDispatcherTest, AResultIsRetriedWhileTheQueueIsUnavailable) {
   const int64_t id = queue_.Enqueue("H200");
   RecordingSender sender;
-  auto d = Dispatcher("w1", 1, sender);
-  d->OfferLeases();
+  auto d = LeasedOne(sender);
   queue_.FailCompletions(absl::UnavailableError("database restarting"), 3);
   EXPECT_TRUE(d->Handle(ResultOf("lease-1", CompileError())));
   EXPECT_EQ(queue_.completion_calls(), 4);
@@ -342,8 +342,7 @@ TEST_F(LeaseDispatcherTest, AResultIsRetriedWhileTheQueueIsUnavailable) {
 TEST_F(LeaseDispatcherTest, APermanentStoreErrorLeavesTheLease) {
   const int64_t id = queue_.Enqueue("H200");
   RecordingSender sender;
-  auto d = Dispatcher("w1", 1, sender);
-  d->OfferLeases();
+  auto d = LeasedOne(sender);
   queue_.FailCompletions(absl::InvalidArgumentError("bad row"), 1);
   EXPECT_TRUE(d->Handle(ResultOf("lease-1", CompileError())));
   EXPECT_EQ(queue_.completion_calls(), 1);
