@@ -49,6 +49,23 @@ TEST(PrerollGovernorTest, WarmUpLatenessIsNotReportedAsSampled) {
   EXPECT_DOUBLE_EQ(g.late_kept_ms(), 0.2);
 }
 
+TEST(PrerollGovernorTest, ACandidateClaimingLatenessForItsSlowSamplesCanDropOnlyAFew) {
+  // The attack: a candidate process reports its host as just late enough (11 us) whenever its
+  // sample was slow, to have those left out and keep only its fast ones. Every drop grows the
+  // pre-roll by at least 0.1 ms, so from 0.5 ms to the 5 ms bound it gets at most
+  // ceil(4.5 / 0.122) = 37 drops in the whole evaluation; after that every sample counts.
+  PrerollGovernor g(0.5, 5, 0.01);
+  int dropped = 0;
+  for (int it = 0; it < 1000; ++it) {
+    if (!g.Keep(0.011)) ++dropped;
+    g.AfterIteration(0.011, true);
+  }
+  EXPECT_EQ(dropped, 37);
+  EXPECT_EQ(g.dropped(), 37u);
+  EXPECT_DOUBLE_EQ(g.preroll_ms(), 5);
+  EXPECT_TRUE(g.Keep(0.011));
+}
+
 TEST(PrerollGovernorTest, TheStartIsBoundedByTheMaximum) {
   PrerollGovernor g(9, 5, 0.01);
   EXPECT_DOUBLE_EQ(g.preroll_ms(), 5);
