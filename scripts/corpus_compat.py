@@ -163,9 +163,13 @@ class Run:
             self.builds_running += delta
 
     def enqueue(self, name, kind, job, round_=0):
+        # A ready KB child (kind 1) holds one of the --kb-prefetch slots: its turn goes before
+        # the kforge turns of first passes, or children of candidates late in corpus order that
+        # were ready first could hold every slot while kforge's turns take the budget.
+        order = -1 if kind == 1 else self.order[name]
         with self.lock:
             self.seq += 1
-            self.gpu.put((round_, self.order[name], kind, self.seq, name, job))
+            self.gpu.put((round_, order, kind, self.seq, name, job))
 
     def more_turns(self, n):
         """n more GPU turns to come (the repeats of a candidate judged ok)."""
@@ -629,8 +633,8 @@ def kb_child(spec_path):
 
 
 def gpu_thread(run):
-    """Runs the queued GPU turns one at a time, in corpus order among those ready, until none
-    is left to come or the budget ends."""
+    """Runs the queued GPU turns one at a time (ready KB turns first, then corpus order), until
+    none is left to come or the budget ends."""
     state = {}
     last_kforge = None  # the candidate of the last kforge turn
     while run.turns_left > 0 and run.left() >= run.args.min_turn_s:

@@ -192,6 +192,14 @@ class CandidateProcess {
       py::module_::import("os").attr("environ")["TORCH_EXTENSIONS_DIR"] =
           req.torch_extensions_dir();
     }
+    if (req.build_only() && !req.arch().empty()) {
+      // A GPU worker's build ahead (no GPU visible, the slots' arch named): many candidates
+      // build their extensions only `if torch.cuda.is_available()`, so the build is made here,
+      // not in the GPU's turn. Only this process's build is affected; whatever then fails for
+      // want of a GPU is a runtime_error, which is never final for a build ahead.
+      py::module_::import("torch").attr("cuda").attr("is_available") =
+          py::cpp_function([] { return true; });
+    }
     switches_ = SwitchSnapshot();
     auto t = Clock::now();
     py::object task, ref_model;
