@@ -2,8 +2,8 @@
 // kforge-worker configures it: a candidate that tries to leave its view (another evaluation's
 // scratch, the host's /tmp, the checkout, a Unix socket, the coordinator's port, a program that
 // is not a compiler) fails at each attempt and its output says how, while the same candidate
-// without the view reaches them all; compilers (g++ through load_inline, ninja and /bin/sh;
-// the cpp dialect's g++ and NVRTC) still work inside it.
+// without the view reaches them all; compilers (g++ and nvcc through load_inline, ninja and
+// /bin/sh; the cpp dialect's g++ and NVRTC) still work inside it.
 #include "gpu_worker/eval_view.h"
 
 #include <arpa/inet.h>
@@ -162,6 +162,24 @@ TEST_F(EvalViewTest, CompilersRunInsideTheView) {
   v1::EvalResult cpp = Evaluate(Source("examples/candidates/tiny_relu/cpp_relu.cpp"));
   EXPECT_EQ(cpp.verdict(), v1::VERDICT_RUNTIME_ERROR) << cpp.reason() << "\n" << cpp.compiler_log();
   EXPECT_EQ(cpp.rule(), "no_gpu") << cpp.reason() << "\n" << cpp.compiler_log();
+}
+
+// nvcc and its tools (cicc, ptxas, fatbinary, nvlink through the host compiler) inside the
+// view and its program list, as a GPU worker's build ahead runs them: load_inline with CUDA
+// sources, no GPU visible, the slots' arch named.
+TEST_F(EvalViewTest, NvccBuildsACudaExtensionInsideTheView) {
+  setenv("TORCH_CUDA_ARCH_LIST", "9.0", 1);  // what kforge-worker sets from its GPUs
+  v1::EvalRequest r;
+  r.set_task_source(Source("examples/tasks/tiny/tiny_relu.py"));
+  r.set_candidate_source(Source("tests/engine/guarded_load_inline.py"));
+  r.set_build_only(true);
+  r.set_arch("sm_90");
+  r.mutable_limits()->set_build_s(900);
+  v1::EvalResult built = RunEvaluation(options_, r, "cpu");
+  unsetenv("TORCH_CUDA_ARCH_LIST");
+  EXPECT_EQ(built.verdict(), v1::VERDICT_OK)
+      << built.reason() << "\n" << built.compiler_log() << built.output_log();
+  EXPECT_GT(built.stages().build_s(), 1.0) << "nvcc did not run";
 }
 
 }  // namespace

@@ -183,6 +183,16 @@ int Run() {
                               {"slots", std::to_string(f.slots())},
                               {"prefetch", std::to_string(options.prefetch)},
                               {"eval_binary", options.eval_binary}});
+  // What confines the evaluations, as the sandbox will apply it (the view needs root).
+  const bool root = geteuid() == 0;
+  LogInfo("sandbox", {{"user", root && !options.sandbox_user.empty() ? options.sandbox_user
+                                                                   : "(the worker's)"},
+                      {"namespaces", options.require_namespaces ? "required" : "optional"},
+                      {"view", root && options.sandbox_view.enabled ? "on" : "off"},
+                      {"read_only_paths", std::to_string(options.sandbox_view.read_only.size())},
+                      {"executables", options.sandbox_executables.empty()
+                                          ? "any"
+                                          : std::to_string(options.sandbox_executables.size())}});
   std::atomic<bool> stop{false};
   Worker worker(options, host.metrics().registry());
   std::thread runner([&] { worker.Run(stop); });

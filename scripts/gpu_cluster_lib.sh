@@ -157,7 +157,7 @@ gc_start_worker() {
   fi
   local flags=(--grpc_address=127.0.0.1:0 --metrics_address=127.0.0.1:0 --eval_binary="$EVAL"
                --cache_dir="$WORK/cache" "${WORKER_FLAGS[@]}" "$@")
-  start worker "$B/kforge-worker" "${flags[@]}" && return 0
+  start worker "$B/kforge-worker" "${flags[@]}" && { gc_say_sandbox; return 0; }
   grep -q "sandbox check failed" "$L/worker.log" || { tail -20 "$L/worker.log"; die "worker"; }
   say "the sandbox cannot run kforge-eval as nobody:"
   grep "sandbox check failed" "$L/worker.log" | cut -c1-600
@@ -166,4 +166,10 @@ gc_start_worker() {
   mv "$L/worker.log" "$L/worker_sandbox_nobody.log"
   start worker "$B/kforge-worker" "${flags[@]}" --sandbox_user= ||
     { tail -20 "$L/worker.log"; die "worker"; }
+  gc_say_sandbox
+}
+
+# The worker's own account of its sandbox (user, namespaces, file view, program list).
+gc_say_sandbox() {
+  say "worker sandbox: $(grep -m1 '"msg":"sandbox"' "$L/worker.log" | cut -c1-400)"
 }
