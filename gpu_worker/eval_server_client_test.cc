@@ -83,6 +83,25 @@ TEST_F(EvalServerClientTest, CandidatesSeeTheBuildCacheInOsEnviron) {
   }
 }
 
+// Where an ok evaluation's timing went (StageDurations.timing_*): every part of the loop's work
+// is there, and the parts fit inside the stage (CPU mode: the call clock only).
+TEST_F(EvalServerClientTest, TheTimingStageSaysWhereItsTimeWent) {
+  EvalServerClient client(config_);
+  v1::EvalResult r = MustEvaluate(client, "examples/candidates/tiny_relu/correct.py");
+  ASSERT_EQ(r.verdict(), v1::VERDICT_OK) << r.reason();
+  const v1::StageDurations& st = r.stages();
+  EXPECT_EQ(st.timing_device_s(), 0) << "no device clock in CPU mode";
+  EXPECT_GT(st.timing_call_s(), 0);
+  EXPECT_LE(st.timing_call_s(), st.timing_s());
+  EXPECT_GT(st.timing_inputs_s(), 0);
+  EXPECT_GT(st.timing_reference_s(), 0);
+  EXPECT_GT(st.timing_candidate_s(), 0);
+  EXPECT_GT(st.timing_checks_s(), 0);
+  EXPECT_LE(st.timing_inputs_s() + st.timing_reference_s() + st.timing_candidate_s() +
+                st.timing_checks_s(),
+            st.timing_call_s());
+}
+
 TEST_F(EvalServerClientTest, OneServerSurvivesHangsAndFloods) {
   EvalServerClient client(config_);
   EXPECT_EQ(MustEvaluate(client, "examples/candidates/tiny_relu/correct.py").verdict(),

@@ -373,6 +373,27 @@ def kforge_job(run, state, c):
             run.enqueue(c["name"], 0, lambda s, c=c, k=k: kforge_repeat_job(run, s, c, k), k)
 
 
+TIMING_PARTS = ("timing_device_s", "timing_call_s", "timing_inputs_s", "timing_reference_s",
+                "timing_candidate_s", "timing_checks_s")
+
+
+def timing_parts_lines(rows):
+    """Issue 14's throughput: where the timing stage of the first passes judged ok went
+    (StageDurations.timing_*), medians and means over them; the rest is the loop's own."""
+    stages = [r["kforge_stages"] for r in rows
+              if r.get("kforge_verdict") == "ok" and (r.get("kforge_stages") or {}).get("timing_s")]
+    if not stages or not any(s.get("timing_call_s") for s in stages):
+        return []
+    out = [f"timing stage of {len(stages)} ok first passes (median / mean s): "
+           f"timing_s {quantile(sorted(s['timing_s'] for s in stages), 0.5):.3f} / "
+           f"{sum(s['timing_s'] for s in stages) / len(stages):.3f}"]
+    rest = [s["timing_s"] - sum(s.get(k, 0) for k in TIMING_PARTS[2:]) for s in stages]
+    for name, vals in [(k, [s.get(k, 0) for s in stages]) for k in TIMING_PARTS] + \
+            [("rest (flushes, pre-rolls, draining, traces, post-timing trial)", rest)]:
+        out.append(f"  {name:28s} {quantile(sorted(vals), 0.5):.3f} / {sum(vals) / len(vals):.3f}")
+    return out
+
+
 def kforge_repeat_job(run, state, c, k):
     """A GPU turn: repeat k of a candidate judged ok, kept in the row's kforge_repeats."""
     r, wall = kforge_timed(run, state, c)
@@ -725,6 +746,7 @@ def table(run, rows, wall_s):
     if mem:  # issue 13: memory per slot (the judge and its candidate process together)
         lines.append(f"device memory in use per evaluation (judge + candidate process): median "
                      f"{quantile(mem, 0.5):.2f} GiB, max {mem[-1]:.2f} GiB over {len(mem)}")
+    lines.extend(timing_parts_lines(rows))
     skipped = [r["name"] for r in rows if kforge_outcome(r) == "skipped" or
                (kb_outcome(r) == "skipped" and not run.args.skip_kb)]
     if skipped:

@@ -657,12 +657,20 @@ class Evaluation {
                                       why_not + ")");
       } else {
         device.emplace();
-        if (auto v = TimePhase(dialect, true, &*device)) return v;
+        auto t = Clock::now();
+        std::optional<Verdict> v = TimePhase(dialect, true, &*device);
+        result_.mutable_stages()->set_timing_device_s(Since(t));
+        if (v) return v;
         judge_clock_.reset();  // CUPTI off: the call clock's samples pay nothing for it
       }
     }
     TimedPhase call;
-    if (auto v = TimePhase(dialect, false, &call)) return v;
+    {
+      auto t = Clock::now();
+      std::optional<Verdict> v = TimePhase(dialect, false, &call);
+      result_.mutable_stages()->set_timing_call_s(Since(t));
+      if (v) return v;
+    }
     if (device && !device->note.empty()) {
       result_.set_device_clock_note(device->note);
       device.reset();
@@ -788,7 +796,17 @@ class Evaluation {
     uint32_t unusable_count = 0;
     TimingOptions o;
     IterationHooks hooks;
+    v1::StageDurations* st = result_.mutable_stages();
+    // Adds the wall time since `t` to a part of timing_s, the device drained first where
+    // `sync` (never inside a sample: the programs' own work is drained by the loop).
+    auto part = [this, st](double (v1::StageDurations::*get)() const,
+                           void (v1::StageDurations::*set)(double), Clock::time_point t,
+                           bool sync = true) {
+      if (sync) Synchronize();
+      (st->*set)((st->*get)() + Since(t));
+    };
     hooks.before = [&](uint32_t it) {
+      auto t = Clock::now();
       iterations = it + 1;
       if (!fresh) {
         current = static_cast<int>(it % sets.size());
@@ -802,9 +820,11 @@ class Evaluation {
       std::string error;
       if (!client_->PoisonOutputs(out_like, &error)) throw std::runtime_error(error);
       late = 0;
+      part(&v1::StageDurations::timing_inputs_s, &v1::StageDurations::set_timing_inputs_s, t);
       return current;
     };
     hooks.after = [&](uint32_t it) {
+      auto t = Clock::now();
       if (!timed_verdict) {
         timed_verdict = ChangedInput(TensorsOf(sets[current].ref), client_->inputs(sets[current].group),
                                      "in iteration " + std::to_string(it) + " of the timing stage, ");
@@ -818,6 +838,7 @@ class Evaluation {
       ref_out = py::none();  // freed outside the timed region
       ref_copy.clear();
       cand_copy.clear();
+      part(&v1::StageDurations::timing_checks_s, &v1::StageDurations::set_timing_checks_s, t);
       return !timed_verdict;
     };
     Program ref, cand;
@@ -893,6 +914,21 @@ class Evaluation {
       };
       o.clock = TimingClock::kJudge;
     }
+    // Each program's calls, as parts of timing_s: the host's time in the call, without a
+    // synchronisation of its own (it would be inside the sample); GPU work still running when
+    // the call returns is drained by the loop and counted in the rest.
+    Program timed_ref = [&, ref](int s) {
+      auto t = Clock::now();
+      ref(s);
+      part(&v1::StageDurations::timing_reference_s, &v1::StageDurations::set_timing_reference_s,
+           t, false);
+    };
+    Program timed_cand = [&, cand](int s) {
+      auto t = Clock::now();
+      cand(s);
+      part(&v1::StageDurations::timing_candidate_s, &v1::StageDurations::set_timing_candidate_s,
+           t, false);
+    };
     o.cuda = target_.cuda;
     o.device = target_.index;
     o.l2_bytes = result_.system().l2_cache_bytes();
@@ -905,7 +941,7 @@ class Evaluation {
     // Each clock has half of the timing budget.
     o.time_cap_s = target_.cuda ? ctx_.timing_budget_s / 2 : ctx_.timing_budget_s;
     try {
-      phase->out = TimeInterleaved(ref, cand, o, hooks);
+      phase->out = TimeInterleaved(timed_ref, timed_cand, o, hooks);
     } catch (const std::runtime_error& e) {
       if (!device || timed_verdict) throw;
       phase->note = std::string("not used: ") + e.what();  // too few of the reference's spans
