@@ -19,15 +19,9 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-TASK = os.path.join(ROOT, "examples", "tasks", "tiny", "tiny_relu.py")
+from check_util import ROOT, TINY_RELU_TASK as TASK, check
+
 CANDIDATE = os.path.join(ROOT, "tests", "engine", "guarded_load_inline.py")
-
-
-def check(cond, what):
-    print(f"{'PASS' if cond else 'FAIL'} {what}", flush=True)
-    if not cond:
-        sys.exit(1)
 
 
 def build_ahead(binary, cache, arch):

@@ -20,21 +20,13 @@ import hashlib
 import json
 import os
 import subprocess
-import sys
 import tempfile
 
 import serve_client
+from check_util import ROOT, TINY_RELU_TASK as TASK, check
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-TASK = os.path.join(ROOT, "examples", "tasks", "tiny", "tiny_relu.py")
 VICTIM = os.path.join(ROOT, "examples", "candidates", "tiny_relu", "nvrtc_relu.py")
 HACK = os.path.join(ROOT, "examples", "hacks", "plants_cache.py")
-
-
-def check(cond, what):
-    print(f"{'PASS' if cond else 'FAIL'} {what}", flush=True)
-    if not cond:
-        sys.exit(1)
 
 
 def evaluate(binary, candidate, cache):
