@@ -174,6 +174,17 @@ absl::Status CheckClocks(const v1::EvalResult& r, bool ok, const ResultLimits& l
                                      limits.max_reason_bytes));
     }
   }
+  // The device busy times beside the device clock (fields 36-38): finite, not negative, and
+  // only with an ok result that has a device clock.
+  for (const auto& [field, v] :
+       {std::pair<const char*, double>{"reference_device_busy_ms", r.reference_device_busy_ms()},
+        {"candidate_device_busy_ms", r.candidate_device_busy_ms()},
+        {"speedup_device_busy", r.speedup_device_busy()}}) {
+    if (absl::Status s = CheckNonNegative(field, v); !s.ok()) return s;
+    if (v != 0 && !(ok && r.has_speedup_device())) {
+      return Bad(field, "is set; only an ok result with a device clock has one");
+    }
+  }
   const bool interval = r.speedup_ci_low() != 0 || r.speedup_ci_high() != 0;
   if (!ok) {
     if (interval) return Bad("speedup_ci_low", "is set; only an ok result has a speedup");

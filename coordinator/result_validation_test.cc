@@ -142,6 +142,29 @@ TEST(ResultValidationTest, RefusesAClockSpeedupWithoutOk) {
             "malformed result: speedup_ci_low is set; only an ok result has a speedup");
 }
 
+TEST(ResultValidationTest, BoundsTheDeviceBusyTimes) {
+  v1::EvalResult r = OkResult();
+  r.set_reference_device_busy_ms(1.9);
+  r.set_candidate_device_busy_ms(0.9);
+  r.set_speedup_device_busy(1.9 / 0.9);
+  EXPECT_TRUE(ValidateResult(r).ok()) << ValidateResult(r);
+  v1::EvalResult bad = r;
+  bad.set_speedup_device_busy(-1);
+  EXPECT_EQ(ValidateResult(bad).message(),
+            "malformed result: speedup_device_busy is -1; it must not be negative");
+  bad = r;
+  bad.set_candidate_device_busy_ms(std::numeric_limits<double>::infinity());
+  EXPECT_EQ(ValidateResult(bad).message(),
+            "malformed result: candidate_device_busy_ms is inf; it must be finite");
+  bad = CallClockResult();
+  bad.clear_speedup_device();
+  bad.clear_candidate_device();
+  bad.set_reference_device_busy_ms(1.9);
+  EXPECT_EQ(ValidateResult(bad).message(),
+            "malformed result: reference_device_busy_ms is set; only an ok result with a device "
+            "clock has one");
+}
+
 TEST(ResultValidationTest, RefusesAnOkWithoutItsClock) {
   v1::EvalResult r = OkResult();
   r.clear_speedup_clock();

@@ -308,16 +308,19 @@ def pick(d, key):
 
 
 TWO_CLOCK_SCALARS = ("speedup_device", "speedup_call", "speedup_clock", "speedup_ci_low",
-                     "speedup_ci_high", "device_clock_note", "native_code", "native_code_detail")
+                     "speedup_ci_high", "device_clock_note", "native_code", "native_code_detail",
+                     "speedup_device_busy", "reference_device_busy_ms",
+                     "candidate_device_busy_ms")
 TWO_CLOCK_PAIRS = ("reference_device", "candidate_device", "reference_call", "candidate_call")
 PAIR_KEYS = ("median_ms", "mean_ms", "min_ms", "std_ms", "n", "median_ci_low_ms",
              "median_ci_high_ms", "capped", "event_fallbacks")
 
 
 def two_clocks(r):
-    """EvalResult fields 22-33 (both clocks, speedup per clock, its CI, the native-code taint)
-    and TimingStats' CI and `capped`, under their proto names; only those the engine reported,
-    so rows of an engine without them are as before."""
+    """EvalResult fields 22-33 and 36-38 (both clocks, speedup per clock, its CI, the
+    native-code taint, the device busy times) and TimingStats' CI and `capped`, under their
+    proto names; only those the engine reported, so rows of an engine without them are as
+    before."""
     out = {k: pick(r, k) for k in TWO_CLOCK_SCALARS if pick(r, k) is not None}
     for pair in TWO_CLOCK_PAIRS:
         s = pick(r, pair)

@@ -124,7 +124,8 @@ def normalise(row, corpus, index):
         return dict(name=name, task_source=task, candidate_source=cand,
                     verdict=kf("verdict"), speedup=kf("speedup"),
                     speedup_device=kf("speedup_device"), speedup_call=kf("speedup_call"),
-                    speedup_clock=kf("speedup_clock"), timing_clock=kf("timing_clock"))
+                    speedup_clock=kf("speedup_clock"), timing_clock=kf("timing_clock"),
+                    speedup_device_busy=kf("speedup_device_busy"))
     res = row.get("result") if isinstance(row.get("result"), dict) else {}
     def get(k, *alts):
         v = pick(row, k, *alts)
@@ -137,7 +138,7 @@ def normalise(row, corpus, index):
                 task_source=task, candidate_source=cand, verdict=verdict,
                 speedup=get("speedup"), speedup_device=get("speedup_device"),
                 speedup_call=get("speedup_call"), speedup_clock=get("speedup_clock"),
-                timing_clock=get("timing_clock"))
+                timing_clock=get("timing_clock"), speedup_device_busy=get("speedup_device_busy"))
 
 
 def load_rows(path, corpus):
@@ -489,6 +490,9 @@ def check_row(args, row, deadline):
         bare_call = (res["reference_call_ms"] / res["candidate_call_ms"]
                      if ok and res.get("candidate_call_ms") else None)
         device_diff = rel(row["speedup_device"], bare)
+    # kforge's busy-time ratio beside its device clock (the span less the GPU's idle gaps):
+    # the same quantity graph replay measures, where the forward has several kernels.
+    busy_diff = rel(row.get("speedup_device_busy"), bare) if args.device != "cpu" else None
     call_diff = rel(row["speedup_call"], bare_call)
     # The comparison: the device clock where kforge's result has it; else its call clock; else
     # (an engine without the two clocks) its `speedup` against the bare device time.
@@ -503,7 +507,9 @@ def check_row(args, row, deadline):
                kforge_speedup_call=row["speedup_call"],
                kforge_speedup_clock=row["speedup_clock"], compared_to=key, rel_diff=d,
                agree_2pct=(abs(d) <= AGREE if d is not None else None),
-               device_rel_diff=device_diff, call_rel_diff=call_diff)
+               device_rel_diff=device_diff, call_rel_diff=call_diff,
+               kforge_speedup_device_busy=row.get("speedup_device_busy"),
+               busy_rel_diff=busy_diff)
     for k in ("reference_ms", "candidate_ms", "reference_call_ms", "candidate_call_ms",
               "samples", "graph_calls", "flush", "flush_ms_per_call", "preroll_ms",
               "host_dispatch_ms", "empty_events_ms", "outputs_close", "capture_error", "gpu",
@@ -519,6 +525,7 @@ def summary(results, device):
     diffs = [r for r in measured if r["rel_diff"] is not None]
     device_clock = [r for r in measured if r.get("device_rel_diff") is not None]
     calls = [r for r in measured if r.get("call_rel_diff") is not None]
+    busy = [r for r in measured if r.get("busy_rel_diff") is not None]
     methods = {}
     for r in measured:
         methods[r["method"]] = methods.get(r["method"], 0) + 1
@@ -536,7 +543,10 @@ def summary(results, device):
         median_abs_rel_diff_device_clock=med_abs(device_clock, "device_rel_diff"),
         call_compared=len(calls), call_agree_2pct=sum(abs(r["call_rel_diff"]) <= AGREE
                                                        for r in calls),
-        median_abs_call_rel_diff=med_abs(calls, "call_rel_diff"), device=device)
+        median_abs_call_rel_diff=med_abs(calls, "call_rel_diff"),
+        busy_compared=len(busy), busy_agree_2pct=sum(abs(r["busy_rel_diff"]) <= AGREE
+                                                     for r in busy),
+        median_abs_busy_rel_diff=med_abs(busy, "busy_rel_diff"), device=device)
 
 
 def table(results, s, args):
@@ -570,7 +580,9 @@ def table(results, s, args):
                  f"{s['agree_2pct']}/{s['compared']}, median |diff| "
                  f"{pct(s['median_abs_rel_diff'])}; call clock: {s['call_agree_2pct']}/"
                  f"{s['call_compared']} within 2%, median |diff| "
-                 f"{pct(s['median_abs_call_rel_diff'])}")
+                 f"{pct(s['median_abs_call_rel_diff'])}; device busy time: "
+                 f"{s['busy_agree_2pct']}/{s['busy_compared']} within 2%, median |diff| "
+                 f"{pct(s['median_abs_busy_rel_diff'])}")
     return "\n".join(lines) + "\n"
 
 

@@ -9,6 +9,8 @@
 #include <mutex>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include "gpu_worker/dynamic_symbol.h"
 
@@ -24,6 +26,7 @@ CallSplit SplitCall(const std::vector<ActivityRecord>& records, uint64_t mark, u
   uint64_t first_api = std::numeric_limits<uint64_t>::max();
   bool unlaunched = false;  // a GPU activity no recorded API call of the call launched
   uint64_t timer_end = 0;  // the end of the GPU work launched before the mark
+  std::vector<std::pair<uint64_t, uint64_t>> intervals;  // the call's activities
   for (const auto& r : records) {
     if (r.kind != ActivityRecord::kGpu) continue;
     auto api = api_start.find(r.correlation);
@@ -35,6 +38,7 @@ CallSplit SplitCall(const std::vector<ActivityRecord>& records, uint64_t mark, u
       continue;
     }
     ++s.gpu_activities;
+    if (r.end > r.start) intervals.emplace_back(r.start, r.end);
     first = std::min(first, r.start);
     last = std::max(last, r.end);
     if (api == api_start.end()) {
@@ -55,6 +59,19 @@ CallSplit SplitCall(const std::vector<ActivityRecord>& records, uint64_t mark, u
   s.pre_ms = static_cast<double>(pre_end - mark) / 1e6;
   s.lat_ms = first > pre_end ? static_cast<double>(first - pre_end) / 1e6 : 0;
   s.span_ms = static_cast<double>(last - first) / 1e6;
+  std::sort(intervals.begin(), intervals.end());
+  uint64_t busy = 0, run_start = 0, run_end = 0;
+  for (size_t i = 0; i < intervals.size(); ++i) {
+    if (i == 0 || intervals[i].first > run_end) {
+      busy += run_end - run_start;
+      run_start = intervals[i].first;
+      run_end = intervals[i].second;
+    } else {
+      run_end = std::max(run_end, intervals[i].second);
+    }
+  }
+  busy += run_end - run_start;
+  s.busy_ms = static_cast<double>(busy) / 1e6;
   s.post_ms = ret > last ? static_cast<double>(ret - last) / 1e6 : 0;
   const uint64_t window_end = std::max(last, ret);
   s.window_ms = window_end > host_from ? static_cast<double>(window_end - host_from) / 1e6 : 0;

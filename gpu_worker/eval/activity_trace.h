@@ -44,6 +44,10 @@ struct ActivityRecord {
 struct CallSplit {
   bool found = false;  // false: no GPU activity was recorded for the call
   double pre_ms = 0, lat_ms = 0, span_ms = 0, post_ms = 0;
+  // The call's GPU activities merged on one time line (overlaps once): the span less the
+  // GPU's idle gaps between them, such as a kernel waiting for its predecessor's launch
+  // latency. What a CUDA graph replay of the same work would leave of the span.
+  double busy_ms = 0;
   double host_ms = 0;  // set even when nothing was found
   int gpu_activities = 0;
   // From the later of the mark and the end of the timer's own work (flush, pre-roll: when the

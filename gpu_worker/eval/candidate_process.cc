@@ -492,6 +492,7 @@ class CandidateProcess {
       DeviceClock::Reading r = device_clock_->Sample(forward, preroll_ms);
       claim->set_found(r.ok);
       claim->set_span_ms(r.span_ms);
+      claim->set_busy_ms(r.busy_ms);
       claim->set_late_host_ms(r.late_host_ms);
       claim->set_no_span(Bounded(r.why_not));
     } catch (const std::exception& e) {

@@ -6,6 +6,7 @@
 #include <pybind11/embed.h>
 #include <torch/csrc/autograd/python_variable.h>
 
+#include <cmath>
 #include <deque>
 #include <fstream>
 #include <random>
@@ -707,6 +708,13 @@ class Evaluation {
                     result_.mutable_candidate_device());
       }
       result_.mutable_reference_device()->set_event_fallbacks(device->out.ref.event_fallbacks);
+      if (!device->ref_busy.empty() && !device->cand_busy.empty()) {
+        const double ref_busy = Summarise(device->ref_busy).median_ms();
+        const double cand_busy = Summarise(device->cand_busy).median_ms();
+        result_.set_reference_device_busy_ms(ref_busy);
+        result_.set_candidate_device_busy_ms(cand_busy);
+        if (cand_busy > 0) result_.set_speedup_device_busy(ref_busy / cand_busy);
+      }
       result_.set_timing_preroll_ms(device->preroll_ms);
       SpeedupInterval by_device = SpeedupOf(device->out.reference, device->out.candidate);
       result_.set_speedup_device(by_device.speedup);
@@ -750,6 +758,7 @@ class Evaluation {
     int input_sets = 0;
     double preroll_ms = 0;
     std::string note;
+    std::vector<double> ref_busy, cand_busy;  // device clock: the kept samples' busy times
   };
 
   std::optional<Verdict> TimePhase(v1::Dialect dialect, bool device, TimedPhase* phase) {
@@ -841,6 +850,8 @@ class Evaluation {
       part(&v1::StageDurations::timing_checks_s, &v1::StageDurations::set_timing_checks_s, t);
       return !timed_verdict;
     };
+    // The iteration under way is a sampled one (not a warm-up).
+    auto sampled = [&] { return iterations > static_cast<uint32_t>(o.warmup); };
     Program ref, cand;
     if (device) {
       // The reference's span, measured here; the candidate's, measured in its process, used
@@ -854,6 +865,7 @@ class Evaluation {
             preroll.preroll_ms());
         late = std::max(late, r.late_host_ms);
         reported = r.ok && preroll.Keep(r.late_host_ms) ? r.span_ms : std::nan("");
+        if (sampled() && !std::isnan(reported)) phase->ref_busy.push_back(r.busy_ms);
       };
       cand = [&](int s) {
         called.Clear();
@@ -879,6 +891,8 @@ class Evaluation {
           ++unusable_count;
         } else if (preroll.Keep(c.late_host_ms())) {
           reported = c.span_ms();
+          // The busy time is no more than the span (a process claiming more is not believed).
+          if (sampled()) phase->cand_busy.push_back(std::min(c.busy_ms(), c.span_ms()));
         }
         for (const at::Tensor& o : client_->outputs()) cand_copy.push_back(o.clone());
       };

@@ -576,6 +576,7 @@ DeviceClock::Reading DeviceClock::Sample(const std::function<void()>& p, double 
   } else {
     r.ok = true;
     r.span_ms = s.split.span_ms;
+    r.busy_ms = s.split.busy_ms;
   }
   return r;
 }

@@ -150,6 +150,7 @@ class DeviceClock {
   struct Reading {
     bool ok = false;
     double span_ms = 0;
+    double busy_ms = 0;  // CallSplit::busy_ms
     // How long the host was still launching after the pre-roll ended (the pre-roll was that
     // much too short, and the span holds launch gaps).
     double late_host_ms = 0;

@@ -135,6 +135,26 @@ TEST(SplitCallTest, AnActivityWithoutItsApiCallCountsEverythingBeforeIt) {
   EXPECT_DOUBLE_EQ(s.span_ms, 0.036);
 }
 
+TEST(SplitCallTest, BusyTimeIsTheSpanLessTheGpusIdleGaps) {
+  // Three kernels in a row with 2 us and 3 us idle gaps, a copy on another stream that
+  // overlaps the first two and fills the gap between them (counted once), and the timer's own
+  // flush (launched before the mark) left out: busy 18 + 4 us of a 25 us span.
+  std::vector<ActivityRecord> r = {Api(100, 3), Gpu(500, 9000, 3),   Api(2000, 5),
+                                   Gpu(10000, 20000, 5),             Api(2100, 6),
+                                   Gpu(22000, 28000, 6),             Api(2200, 7),
+                                   Gpu(31000, 35000, 7),             Api(2300, 8),
+                                   Gpu(15000, 24000, 8)};
+  CallSplit s = SplitCall(r, 1000, 3000);
+  ASSERT_TRUE(s.found);
+  EXPECT_EQ(s.gpu_activities, 4);
+  EXPECT_DOUBLE_EQ(s.span_ms, 0.025);
+  // [10000, 28000] merged (the copy bridges the first gap), then [31000, 35000].
+  EXPECT_DOUBLE_EQ(s.busy_ms, 0.022);
+  // One activity: busy is its span.
+  CallSplit one = SplitCall({Api(2000, 5), Gpu(10000, 20000, 5)}, 1000, 3000);
+  EXPECT_DOUBLE_EQ(one.busy_ms, one.span_ms);
+}
+
 TEST(SplitCallTest, NoActivityIsNotFound) {
   EXPECT_FALSE(SplitCall({Api(2000, 4)}, 1000, 3000).found);
   // A GPU timestamp a little before its API call's (two clocks): no negative times.
