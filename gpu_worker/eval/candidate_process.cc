@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "gpu_worker/eval/audit_hook.h"
+#include "gpu_worker/eval/build_failures.h"
 #include "gpu_worker/eval/candidate_lockdown.h"
 #include "gpu_worker/eval/channel.h"
 #include "gpu_worker/eval/cpp_dialect.h"
@@ -180,6 +181,16 @@ class CandidateProcess {
       py::module_ cuda = py::module_::import("torch").attr("cuda");
       cuda.attr("init")();  // torch's own flag that CUDA is initialised, which the cache needs
       cuda.attr("device_count")();
+    }
+    if (dialect_ != v1::DIALECT_CPP &&
+        req.candidate_source().find("cpp_extension") != std::string::npos) {
+      // A shortcut for builds that failed before (build_failures.h); the text test only saves
+      // the import for candidates that never build an extension.
+      try {
+        RememberFailedExtensionBuilds();
+      } catch (const py::error_already_set& e) {
+        std::fprintf(stderr, "kforge: failed builds will not be remembered: %s\n", e.what());
+      }
     }
     std::string error;
     if (!InstallAuditHook(4, &error)) {

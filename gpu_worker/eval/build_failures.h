@@ -1,0 +1,28 @@
+// Failed extension builds, remembered in the candidate's cache namespace.
+//
+// Many released candidates call torch.utils.cpp_extension.load_inline (or load) inside a
+// try/except and fall back to PyTorch when it fails, and the build fails the same way every time
+// (a compile error is a property of the sources and flags). torch caches only successful
+// builds, so each process runs the compiler again: 16-38 s of a GPU turn for candidates whose
+// build ahead had already failed (session 11, docs/benchmarks.md). This wraps both functions
+// in the candidate process: a build that fails with torch's "Error building extension" leaves
+// a marker (the error message) under $TORCH_EXTENSIONS_DIR/.kforge_failed_builds/, keyed by a
+// hash of everything the build depends on (name, sources, functions, flags, include paths,
+// with_cuda, TORCH_CUDA_ARCH_LIST, torch's version); a later call with the same key raises the
+// same RuntimeError at once, so the candidate takes the path it took the first time.
+//
+// An optimisation in the candidate's own (untrusted) process, not a defence: the candidate can
+// undo it (it then compiles again) or plant markers (its own builds then fail; the namespace is
+// its alone). Nothing is remembered without TORCH_EXTENSIONS_DIR.
+#ifndef KFORGE_GPU_WORKER_EVAL_BUILD_FAILURES_H_
+#define KFORGE_GPU_WORKER_EVAL_BUILD_FAILURES_H_
+
+namespace kforge::eval {
+
+// Imports torch.utils.cpp_extension and wraps load_inline and load. Call before the audit hook
+// and any candidate code, with the GIL held. Raises pybind11::error_already_set on failure.
+void RememberFailedExtensionBuilds();
+
+}  // namespace kforge::eval
+
+#endif  // KFORGE_GPU_WORKER_EVAL_BUILD_FAILURES_H_
