@@ -108,18 +108,20 @@ def first_existing(*paths):
 # ---------------------------------------------------------------- corpus
 
 
-def load_corpus(path, only, limit):
-    """The corpus rows as candidates: name `<level>_<task>`, task and candidate sources."""
+def load_corpus(path, only, limit, builds="any", skip=()):
+    """The corpus rows as candidates: name `<level>_<task>`, task and candidate sources; with
+    `builds` yes/no only those that do / do not build an extension, none named in `skip`."""
     cands = []
     for line in open(path):
         r = json.loads(line)
         name = f"{r['level_id']}_{r['task_id']}"
-        if only and name not in only:
+        extension = "cpp_extension" in r["custom_code"]
+        if (only and name not in only) or name in skip or \
+                (builds != "any" and extension != (builds == "yes")):
             continue
         cands.append(dict(name=name, level=r["level_id"], task=r["task_id"],
                           ref=r["ref_code"], src=r["custom_code"],
-                          cudal1_score=r.get("score_default_a100"),
-                          builds=("cpp_extension" in r["custom_code"]),
+                          cudal1_score=r.get("score_default_a100"), builds=extension,
                           sha=hashlib.sha256(r["custom_code"].encode()).hexdigest()[:12]))
     return cands[:limit] if limit else cands
 
@@ -955,6 +957,9 @@ def parse_args(argv):
         help="the folder holding KernelBench's package kernelbench/")
     p.add_argument("--limit", type=int, default=0, help="only the first N candidates")
     p.add_argument("--only", default="", help="only these candidates: level_task,... (1_19,2_76)")
+    p.add_argument("--builds", default="any", choices=("any", "yes", "no"),
+                   help="only candidates that build an extension (yes: load_inline) or not (no)")
+    p.add_argument("--skip", default="", help="leave out these candidates: level_task,...")
     p.add_argument("--skip-kb", action="store_true", help="kforge only")
     p.add_argument("--policy", default="", choices=("", "strict", "runtime"),
                    help="kforge's EvalRequest.policy (empty: the engine's default)")
@@ -990,6 +995,7 @@ def parse_args(argv):
     args.kforge_builders = args.kforge_builders or (1 if args.device == "cpu" else 4)
     args.cache_dir = os.path.join(args.work_dir, "kforge-cache")
     args.only = set(filter(None, args.only.split(",")))
+    args.skip = set(filter(None, args.skip.split(",")))
     return args
 
 
@@ -1010,7 +1016,7 @@ def main(argv):
         shutil.rmtree(args.work_dir, ignore_errors=True)
     os.makedirs(args.cache_dir, exist_ok=True)
     os.makedirs(args.out, exist_ok=True)
-    cands = load_corpus(args.corpus, args.only, args.limit)
+    cands = load_corpus(args.corpus, args.only, args.limit, args.builds, args.skip)
     run = Run(args, cands)
     print(f"corpus_compat: {len(cands)} candidates ({sum(c['builds'] for c in cands)} build "
           f"extensions), device {args.device}, arch {args.arch}, budget {args.budget_s:.0f} s, "
