@@ -1,0 +1,72 @@
+"""scripts/corpus_compat.py's parts that need no GPU: choosing candidates from a corpus, the
+order of GPU turns (a ready KernelBench turn before kforge's first passes, so KB children cannot
+hold every --kb-prefetch slot while kforge's turns take the budget: session 11, call 2), and
+the table of where the timing stage went."""
+import importlib.util
+import json
+import os
+
+SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "corpus_compat.py")
+
+
+def load_module():
+    spec = importlib.util.spec_from_file_location("corpus_compat", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def write_corpus(path):
+    rows = [(1, 1, "import torch\n"), (1, 2, "from torch.utils.cpp_extension import load_inline\n"),
+            (2, 3, "import torch\n"), (3, 4, "import torch.utils.cpp_extension\n")]
+    with open(path, "w") as f:
+        for level, task, code in rows:
+            f.write(json.dumps(dict(level_id=level, task_id=task, ref_code="# ref\n",
+                                    custom_code=code)) + "\n")
+
+
+def test_candidates_are_chosen_by_name_by_what_they_build_and_skipped_by_name(tmp_path):
+    mod = load_module()
+    corpus = str(tmp_path / "c.jsonl")
+    write_corpus(corpus)
+    names = lambda cs: [c["name"] for c in cs]  # noqa: E731
+    assert names(mod.load_corpus(corpus, set(), 0)) == ["1_1", "1_2", "2_3", "3_4"]
+    assert names(mod.load_corpus(corpus, set(), 0, "yes")) == ["1_2", "3_4"]
+    assert names(mod.load_corpus(corpus, set(), 0, "no")) == ["1_1", "2_3"]
+    assert names(mod.load_corpus(corpus, {"1_2", "2_3"}, 0, "any", {"2_3"})) == ["1_2"]
+    assert names(mod.load_corpus(corpus, set(), 1, "yes")) == ["1_2"]
+    args = mod.parse_args(["--out", str(tmp_path / "o"), "--device", "cpu", "--corpus", corpus,
+                           "--builds", "no", "--skip", "1_1,9_9"])
+    assert args.builds == "no" and args.skip == {"1_1", "9_9"}
+
+
+def test_a_ready_kb_turn_goes_before_kforges_first_passes(tmp_path):
+    mod = load_module()
+    corpus = str(tmp_path / "c.jsonl")
+    write_corpus(corpus)
+    args = mod.parse_args(["--out", str(tmp_path / "o"), "--device", "cpu", "--corpus", corpus])
+    cands = mod.load_corpus(corpus, set(), 0)
+    run = mod.Run(args, cands)
+    run.enqueue("1_1", 0, "kforge 1_1")
+    run.enqueue("1_2", 0, "kforge 1_2")
+    run.enqueue("3_4", 1, "kb 3_4")  # the last candidate's KB child, ready
+    run.enqueue("1_1", 0, "kforge repeat 1_1", round_=1)
+    order = [run.gpu.get()[5] for _ in range(4)]
+    assert order == ["kb 3_4", "kforge 1_1", "kforge 1_2", "kforge repeat 1_1"]
+
+
+def test_the_timing_table_gives_each_part_and_the_rest():
+    mod = load_module()
+    stages = dict(timing_s=2.0, timing_device_s=0.5, timing_call_s=1.4, timing_inputs_s=0.3,
+                  timing_reference_s=0.4, timing_candidate_s=0.6, timing_checks_s=0.2)
+    rows = [dict(kforge_verdict="ok", kforge_stages=stages),
+            dict(kforge_verdict="incorrect", kforge_stages=dict(stages, timing_s=9.0))]
+    lines = mod.timing_parts_lines(rows)
+    assert lines[0].startswith("timing stage of 1 ok first passes")
+    # "  <part> <median> / <mean>"; the last part's name has spaces.
+    parts = {line.split()[0]: line.split(" / ")[0].split()[-1] for line in lines[1:]}
+    assert parts["timing_call_s"] == "1.400" and parts["timing_checks_s"] == "0.200"
+    assert parts["rest"] == "0.500"  # 2.0 - (0.3 + 0.4 + 0.6 + 0.2)
+    # An engine without the parts: no table.
+    assert mod.timing_parts_lines([dict(kforge_verdict="ok",
+                                        kforge_stages=dict(timing_s=1.0))]) == []
