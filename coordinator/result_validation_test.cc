@@ -163,6 +163,14 @@ TEST(ResultValidationTest, BoundsTheDeviceBusyTimes) {
   EXPECT_EQ(ValidateResult(bad).message(),
             "malformed result: reference_device_busy_ms is set; only an ok result with a device "
             "clock has one");
+  // An ok turned into a failure by the post-timing check keeps none of them (the engine
+  // clears them with the speedups).
+  bad = v1::EvalResult();
+  bad.set_verdict(v1::VERDICT_INCORRECT);
+  bad.set_speedup_device_busy(2.0);
+  EXPECT_EQ(ValidateResult(bad).message(),
+            "malformed result: speedup_device_busy is set; only an ok result with a device clock "
+            "has one");
 }
 
 TEST(ResultValidationTest, RefusesAnOkWithoutItsClock) {

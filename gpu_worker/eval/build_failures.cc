@@ -33,7 +33,12 @@ def _kforge_remember_failed_builds():
             try:
                 return real(*args, **kwargs)
             except RuntimeError as e:
-                if str(e).startswith("Error building extension"):
+                # Only a compiler's diagnostic: not a compiler killed (memory, a full disk) or
+                # a flag that depends on the machine it ran on (-arch=native).
+                text = str(e)
+                if (text.startswith("Error building extension") and "error:" in text and
+                        "Killed" not in text and "No space left" not in text and
+                        "native" not in repr((args, kwargs))):
                     try:
                         os.makedirs(os.path.dirname(marker), exist_ok=True)
                         tmp = marker + ".tmp." + str(os.getpid())
@@ -46,7 +51,6 @@ def _kforge_remember_failed_builds():
         return call
 
     ext.load_inline = wrap(ext.load_inline, "load_inline")
-    ext.load = wrap(ext.load, "load")
 
 _kforge_remember_failed_builds()
 del _kforge_remember_failed_builds

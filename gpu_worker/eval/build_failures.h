@@ -4,12 +4,15 @@
 // try/except and fall back to PyTorch when it fails, and the build fails the same way every time
 // (a compile error is a property of the sources and flags). torch caches only successful
 // builds, so each process runs the compiler again: 16-38 s of a GPU turn for candidates whose
-// build ahead had already failed (session 11, docs/benchmarks.md). This wraps both functions
-// in the candidate process: a build that fails with torch's "Error building extension" leaves
-// a marker (the error message) under $TORCH_EXTENSIONS_DIR/.kforge_failed_builds/, keyed by a
-// hash of everything the build depends on (name, sources, functions, flags, include paths,
-// with_cuda, TORCH_CUDA_ARCH_LIST, torch's version); a later call with the same key raises the
-// same RuntimeError at once, so the candidate takes the path it took the first time.
+// build ahead had already failed (session 11, docs/benchmarks.md). This wraps load_inline in
+// the candidate process (not load: its sources are paths whose contents may change): a build
+// that fails with torch's "Error building extension" and a compiler diagnostic ("error:"; not
+// a compiler killed or out of disk, no "native" among the arguments) leaves a marker (the
+// message) under $TORCH_EXTENSIONS_DIR/.kforge_failed_builds/, keyed by a hash of every
+// argument (name, sources, functions, flags, include paths, with_cuda), TORCH_CUDA_ARCH_LIST
+// and torch's version; a later call with the same key raises the same RuntimeError at once, so
+// the candidate takes the path it took the first time. A replayed failure starts no compiler,
+// so the audit hook sees no native code for it (none was built).
 //
 // An optimisation in the candidate's own (untrusted) process, not a defence: the candidate can
 // undo it (it then compiles again) or plant markers (its own builds then fail; the namespace is
@@ -19,7 +22,7 @@
 
 namespace kforge::eval {
 
-// Imports torch.utils.cpp_extension and wraps load_inline and load. Call before the audit hook
+// Imports torch.utils.cpp_extension and wraps load_inline. Call before the audit hook
 // and any candidate code, with the GIL held. Raises pybind11::error_already_set on failure.
 void RememberFailedExtensionBuilds();
 

@@ -124,6 +124,9 @@ class Evaluation {
       result_.clear_speedup_call();
       result_.clear_speedup_ci_low();
       result_.clear_speedup_ci_high();
+      result_.clear_reference_device_busy_ms();  // only an ok result has them
+      result_.clear_candidate_device_busy_ms();
+      result_.clear_speedup_device_busy();
     }
     std::string native;
     if (client_ && client_->NativeCode(&native)) {
@@ -711,9 +714,12 @@ class Evaluation {
       if (!device->ref_busy.empty() && !device->cand_busy.empty()) {
         const double ref_busy = Summarise(device->ref_busy).median_ms();
         const double cand_busy = Summarise(device->cand_busy).median_ms();
-        result_.set_reference_device_busy_ms(ref_busy);
-        result_.set_candidate_device_busy_ms(cand_busy);
-        if (cand_busy > 0) result_.set_speedup_device_busy(ref_busy / cand_busy);
+        const double ratio = cand_busy > 0 ? ref_busy / cand_busy : 0;
+        if (std::isfinite(ratio) && ratio > 0) {
+          result_.set_reference_device_busy_ms(ref_busy);
+          result_.set_candidate_device_busy_ms(cand_busy);
+          result_.set_speedup_device_busy(ratio);
+        }
       }
       result_.set_timing_preroll_ms(device->preroll_ms);
       SpeedupInterval by_device = SpeedupOf(device->out.reference, device->out.candidate);
@@ -811,7 +817,13 @@ class Evaluation {
     auto part = [this, st](double (v1::StageDurations::*get)() const,
                            void (v1::StageDurations::*set)(double), Clock::time_point t,
                            bool sync = true) {
-      if (sync) Synchronize();
+      if (sync) {
+        try {
+          Synchronize();
+        } catch (const std::runtime_error&) {
+          // The loop's own synchronisation reports it; a verdict already reached stands.
+        }
+      }
       (st->*set)((st->*get)() + Since(t));
     };
     hooks.before = [&](uint32_t it) {
@@ -891,8 +903,10 @@ class Evaluation {
           ++unusable_count;
         } else if (preroll.Keep(c.late_host_ms())) {
           reported = c.span_ms();
-          // The busy time is no more than the span (a process claiming more is not believed).
-          if (sampled()) phase->cand_busy.push_back(std::min(c.busy_ms(), c.span_ms()));
+          // A claim: kept only when positive and finite, and never above the span.
+          if (sampled() && std::isfinite(c.busy_ms()) && c.busy_ms() > 0) {
+            phase->cand_busy.push_back(std::min(c.busy_ms(), c.span_ms()));
+          }
         }
         for (const at::Tensor& o : client_->outputs()) cand_copy.push_back(o.clone());
       };
@@ -928,21 +942,23 @@ class Evaluation {
       };
       o.clock = TimingClock::kJudge;
     }
-    // Each program's calls, as parts of timing_s: the host's time in the call, without a
-    // synchronisation of its own (it would be inside the sample); GPU work still running when
-    // the call returns is drained by the loop and counted in the rest.
-    Program timed_ref = [&, ref](int s) {
+    // Each program's calls, as parts of timing_s. Device clock: the host's time in the call
+    // (its span is read inside it), without a synchronisation of its own; GPU work still
+    // running at the return is drained by the loop and counted in the rest. Call clock (and
+    // the host clock): a sample is the call itself, so nothing is wrapped around it; the
+    // samples' sum is counted after the loop (warm-ups left out).
+    Program timed_ref = !device ? ref : Program([&, ref](int s) {
       auto t = Clock::now();
       ref(s);
       part(&v1::StageDurations::timing_reference_s, &v1::StageDurations::set_timing_reference_s,
            t, false);
-    };
-    Program timed_cand = [&, cand](int s) {
+    });
+    Program timed_cand = !device ? cand : Program([&, cand](int s) {
       auto t = Clock::now();
       cand(s);
       part(&v1::StageDurations::timing_candidate_s, &v1::StageDurations::set_timing_candidate_s,
            t, false);
-    };
+    });
     o.cuda = target_.cuda;
     o.device = target_.index;
     o.l2_bytes = result_.system().l2_cache_bytes();
@@ -961,6 +977,13 @@ class Evaluation {
       phase->note = std::string("not used: ") + e.what();  // too few of the reference's spans
     }
     NoteDeviceMemory();  // the timing's inputs and outputs still held
+    if (!device) {
+      double ref_s = 0, cand_s = 0;
+      for (double ms : phase->out.ref.ms) ref_s += ms / 1000;
+      for (double ms : phase->out.cand.ms) cand_s += ms / 1000;
+      st->set_timing_reference_s(st->timing_reference_s() + ref_s);
+      st->set_timing_candidate_s(st->timing_candidate_s() + cand_s);
+    }
     if (timed_verdict) return timed_verdict;
     if (!device && call_overhead_ms_ > 0) {
       // What every call to the candidate process pays at least, measured before its code ran.
