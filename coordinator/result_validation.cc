@@ -9,6 +9,9 @@
 namespace kforge {
 namespace {
 
+// EvalResult.speedup_*_between_sd: the engine's is at most 0.5 (a factor of 1.65).
+constexpr double kMaxBetweenSd = 1;
+
 absl::Status Bad(const std::string& field, const std::string& why) {
   return absl::InvalidArgumentError(absl::StrCat("malformed result: ", field, " ", why));
 }
@@ -132,9 +135,11 @@ absl::Status CheckRatio(const std::string& field, double speedup, const v1::Timi
   return absl::OkStatus();
 }
 
-// The two clocks (EvalResult fields 22-31): each clock's speedup only with ok, and then its
-// pair of timings, timed, giving it; `speedup_clock` names one of them, whose speedup is
-// `speedup`; the interval, when there is one, holds `speedup`.
+// The two clocks (EvalResult fields 22-31, 39-44): each clock's speedup, interval and
+// between-process deviation only with its speedup, which only an ok result has, and then its
+// pair of timings, timed, giving it; the interval holds the clock's speedup and the deviation
+// is below kMaxBetweenSd; `speedup_clock` names one of the clocks, whose speedup is `speedup`;
+// the interval, when there is one, holds `speedup`.
 absl::Status CheckClocks(const v1::EvalResult& r, bool ok, const ResultLimits& limits) {
   struct Clock {
     const char* name;
@@ -142,14 +147,27 @@ absl::Status CheckClocks(const v1::EvalResult& r, bool ok, const ResultLimits& l
     double speedup;
     const v1::TimingStats& ref;
     const v1::TimingStats& cand;
+    double ci_low, ci_high, between_sd;
   };
   const Clock clocks[] = {
       {"device", r.has_speedup_device(), r.speedup_device(), r.reference_device(),
-       r.candidate_device()},
-      {"call", r.has_speedup_call(), r.speedup_call(), r.reference_call(), r.candidate_call()}};
+       r.candidate_device(), r.speedup_device_ci_low(), r.speedup_device_ci_high(),
+       r.speedup_device_between_sd()},
+      {"call", r.has_speedup_call(), r.speedup_call(), r.reference_call(), r.candidate_call(),
+       r.speedup_call_ci_low(), r.speedup_call_ci_high(), r.speedup_call_between_sd()}};
   for (const Clock& c : clocks) {
     const std::string field = absl::StrCat("speedup_", c.name);
     if (c.has && !ok) return Bad(field, "is set; only an ok result has a speedup");
+    for (const auto& [suffix, v] : {std::pair<const char*, double>{"_ci_low", c.ci_low},
+                                    {"_ci_high", c.ci_high},
+                                    {"_between_sd", c.between_sd}}) {
+      if (absl::Status s = CheckNonNegative(field + suffix, v); !s.ok()) return s;
+      if (v != 0 && !c.has) return Bad(field + suffix, "is set without " + field);
+    }
+    if (c.between_sd >= kMaxBetweenSd) {
+      return Bad(field + "_between_sd",
+                 absl::StrCat("is ", c.between_sd, "; it must be below ", kMaxBetweenSd));
+    }
     for (const auto& [side, t] :
          {std::pair<const char*, const v1::TimingStats*>{"reference_", &c.ref},
           {"candidate_", &c.cand}}) {
@@ -159,6 +177,9 @@ absl::Status CheckClocks(const v1::EvalResult& r, bool ok, const ResultLimits& l
     }
     if (c.has) {
       if (absl::Status s = CheckRatio(field, c.speedup, c.ref, c.cand, limits); !s.ok()) return s;
+      if (absl::Status s = CheckInterval(field, "", c.speedup, c.ci_low, c.ci_high); !s.ok()) {
+        return s;
+      }
     }
   }
   const std::string& clock = r.speedup_clock();
@@ -183,6 +204,20 @@ absl::Status CheckClocks(const v1::EvalResult& r, bool ok, const ResultLimits& l
     if (absl::Status s = CheckNonNegative(field, v); !s.ok()) return s;
     if (v != 0 && !(ok && r.has_speedup_device())) {
       return Bad(field, "is set; only an ok result with a device clock has one");
+    }
+  }
+  const int busy_set = (r.reference_device_busy_ms() != 0) + (r.candidate_device_busy_ms() != 0) +
+                       (r.speedup_device_busy() != 0);
+  if (busy_set != 0 && busy_set != 3) {
+    return Bad("speedup_device_busy", "and the two busy times are set together or not at all");
+  }
+  if (busy_set == 3) {
+    const double expected = r.reference_device_busy_ms() / r.candidate_device_busy_ms();
+    if (std::abs(r.speedup_device_busy() - expected) > limits.speedup_rel_tolerance * expected) {
+      return Bad(
+          "speedup_device_busy",
+          absl::StrCat("is ", r.speedup_device_busy(),
+                       " but reference_device_busy_ms / candidate_device_busy_ms is ", expected));
     }
   }
   const bool interval = r.speedup_ci_low() != 0 || r.speedup_ci_high() != 0;

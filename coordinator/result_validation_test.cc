@@ -35,6 +35,12 @@ v1::EvalResult OkResult() {
   r.set_speedup_clock("device");
   r.set_speedup_ci_low(0.95 * 2.0 / 1.05);
   r.set_speedup_ci_high(1.05 * 2.0 / 0.95);
+  r.set_speedup_device_ci_low(r.speedup_ci_low());
+  r.set_speedup_device_ci_high(r.speedup_ci_high());
+  r.set_speedup_device_between_sd(0.01);
+  r.set_speedup_call_ci_low(1.2);
+  r.set_speedup_call_ci_high(2.1);
+  r.set_speedup_call_between_sd(0.12);
   r.mutable_correctness()->set_trials(5);
   r.mutable_correctness()->set_trials_passed(5);
   r.mutable_stages()->set_total_s(3.5);
@@ -98,6 +104,15 @@ TEST(ResultValidationTest, RefusesASpeedupTheTimingsDoNotGive) {
 
 // The call clock's pair in `reference` and `candidate`: what a task with speedup_clock "call"
 // gets, and what a candidate whose process reached native code gets (no device speedup).
+// What the engine sends where the device clock was not trusted: none of its speedup's fields.
+void DropDeviceClock(v1::EvalResult* r) {
+  r->clear_speedup_device();
+  r->clear_candidate_device();
+  r->clear_speedup_device_ci_low();
+  r->clear_speedup_device_ci_high();
+  r->clear_speedup_device_between_sd();
+}
+
 v1::EvalResult CallClockResult() {
   v1::EvalResult r = OkResult();
   *r.mutable_reference() = r.reference_call();
@@ -112,8 +127,7 @@ v1::EvalResult CallClockResult() {
 TEST(ResultValidationTest, AcceptsEitherClockAndAnUntrustedDeviceClock) {
   EXPECT_TRUE(ValidateResult(CallClockResult()).ok()) << ValidateResult(CallClockResult());
   v1::EvalResult r = CallClockResult();
-  r.clear_speedup_device();
-  r.clear_candidate_device();
+  DropDeviceClock(&r);
   r.set_native_code(true);
   r.set_native_code_detail("ctypes.CDLL");
   r.set_device_clock_note("the candidate process reached native code");
@@ -134,10 +148,15 @@ TEST(ResultValidationTest, RefusesAClockSpeedupWithoutOk) {
   r.clear_speedup();
   EXPECT_EQ(ValidateResult(r).message(),
             "malformed result: speedup_device is set; only an ok result has a speedup");
-  r.clear_speedup_device();
+  DropDeviceClock(&r);
   EXPECT_EQ(ValidateResult(r).message(),
             "malformed result: speedup_call is set; only an ok result has a speedup");
   r.clear_speedup_call();
+  EXPECT_EQ(ValidateResult(r).message(),
+            "malformed result: speedup_call_ci_low is set without speedup_call");
+  r.clear_speedup_call_ci_low();
+  r.clear_speedup_call_ci_high();
+  r.clear_speedup_call_between_sd();
   EXPECT_EQ(ValidateResult(r).message(),
             "malformed result: speedup_ci_low is set; only an ok result has a speedup");
 }
@@ -157,12 +176,21 @@ TEST(ResultValidationTest, BoundsTheDeviceBusyTimes) {
   EXPECT_EQ(ValidateResult(bad).message(),
             "malformed result: candidate_device_busy_ms is inf; it must be finite");
   bad = CallClockResult();
-  bad.clear_speedup_device();
-  bad.clear_candidate_device();
+  DropDeviceClock(&bad);
   bad.set_reference_device_busy_ms(1.9);
   EXPECT_EQ(ValidateResult(bad).message(),
             "malformed result: reference_device_busy_ms is set; only an ok result with a device "
             "clock has one");
+  bad = r;
+  bad.set_speedup_device_busy(5.0);  // 1.9 / 0.9 is 2.11
+  EXPECT_EQ(ValidateResult(bad).message(),
+            "malformed result: speedup_device_busy is 5 but reference_device_busy_ms / "
+            "candidate_device_busy_ms is 2.11111");
+  bad = r;
+  bad.clear_candidate_device_busy_ms();
+  EXPECT_EQ(ValidateResult(bad).message(),
+            "malformed result: speedup_device_busy and the two busy times are set together or "
+            "not at all");
   // An ok turned into a failure by the post-timing check keeps none of them (the engine
   // clears them with the speedups).
   bad = v1::EvalResult();
@@ -171,6 +199,27 @@ TEST(ResultValidationTest, BoundsTheDeviceBusyTimes) {
   EXPECT_EQ(ValidateResult(bad).message(),
             "malformed result: speedup_device_busy is set; only an ok result with a device clock "
             "has one");
+}
+
+TEST(ResultValidationTest, BoundsEachClocksIntervalAndBetweenProcessSpread) {
+  v1::EvalResult bad = OkResult();
+  bad.set_speedup_call_ci_low(1.7);  // above speedup_call (1.6)
+  EXPECT_EQ(ValidateResult(bad).message(),
+            "malformed result: speedup_call is 1.6, outside its confidence interval [1.7, 2.1]");
+  bad = OkResult();
+  bad.set_speedup_device_between_sd(std::numeric_limits<double>::quiet_NaN());
+  EXPECT_EQ(ValidateResult(bad).message(),
+            "malformed result: speedup_device_between_sd is nan; it must be finite");
+  bad = OkResult();
+  bad.set_speedup_call_between_sd(3);
+  EXPECT_EQ(ValidateResult(bad).message(),
+            "malformed result: speedup_call_between_sd is 3; it must be below 1");
+  // A clock without its speedup (the device clock not trusted) has no interval either.
+  bad = CallClockResult();
+  bad.clear_speedup_device();
+  bad.clear_candidate_device();
+  EXPECT_EQ(ValidateResult(bad).message(),
+            "malformed result: speedup_device_ci_low is set without speedup_device");
 }
 
 TEST(ResultValidationTest, RefusesAnOkWithoutItsClock) {
@@ -182,12 +231,15 @@ TEST(ResultValidationTest, RefusesAnOkWithoutItsClock) {
   EXPECT_EQ(ValidateResult(r).message(),
             "malformed result: speedup_clock is 'wall'; it must be device or call");
   r = OkResult();
-  r.clear_speedup_device();
+  DropDeviceClock(&r);
   EXPECT_EQ(ValidateResult(r).message(),
             "malformed result: speedup_device is missing; speedup_clock names it, so an ok "
             "result has it");
   r = CallClockResult();
   r.clear_speedup_call();
+  r.clear_speedup_call_ci_low();
+  r.clear_speedup_call_ci_high();
+  r.clear_speedup_call_between_sd();
   EXPECT_EQ(ValidateResult(r).message(),
             "malformed result: speedup_call is missing; speedup_clock names it, so an ok result "
             "has it");

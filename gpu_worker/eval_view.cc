@@ -1,5 +1,7 @@
 #include "gpu_worker/eval_view.h"
 
+#include <sys/stat.h>
+
 #include <cstdlib>
 
 #include "absl/strings/match.h"
@@ -24,6 +26,18 @@ std::vector<std::string> DefaultCompilerExecutables() {
           "/usr/lib/aarch64-linux-gnu/ld-linux*"};
 }
 
+std::string CudaToolkitDir() {
+  const char* cuda_home = std::getenv("CUDA_HOME");
+  return cuda_home && *cuda_home ? cuda_home : "/usr/local/cuda";
+}
+
+std::vector<std::string> CudaToolkitEnv() {
+  struct stat st;
+  const std::string cuda = CudaToolkitDir();
+  if (stat(cuda.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return {};
+  return {"CUDA_HOME=" + cuda};
+}
+
 absl::Status AddEnginePaths(const std::string& eval_binary, const std::string& cache_dir,
                             SandboxView* view, std::vector<std::string>* executables) {
   SpawnOptions spawn;
@@ -43,8 +57,7 @@ absl::Status AddEnginePaths(const std::string& eval_binary, const std::string& c
     }
   }
   view->read_only.push_back(eval_binary.substr(0, eval_binary.find_last_of('/')));
-  const char* cuda_home = std::getenv("CUDA_HOME");
-  std::string cuda = cuda_home && *cuda_home ? cuda_home : "/usr/local/cuda";
+  const std::string cuda = CudaToolkitDir();
   view->read_only.push_back(cuda);
   if (restricted) {
     executables->push_back(cuda + "/bin");

@@ -27,6 +27,15 @@ namespace kforge {
 
 std::vector<std::string> DefaultCompilerExecutables();
 
+// The CUDA toolkit the children see and may run: $CUDA_HOME, else /usr/local/cuda.
+std::string CudaToolkitDir();
+
+// {"CUDA_HOME=<CudaToolkitDir()>"} when that directory exists, else nothing: for the children's
+// environment, so that torch's cpp_extension runs the nvcc the view and the program list allow
+// instead of the first nvcc on PATH (a wrapper script in /usr/local/bin on some machines, which
+// the program list refuses: "Permission denied").
+std::vector<std::string> CudaToolkitEnv();
+
 // Adds to `view` the paths a kforge-eval child reads (asking `eval_binary`) and `cache_dir`
 // (writable), and to `executables`, unless it is empty (any program), the toolchains found
 // there. FAILED_PRECONDITION when the binary cannot say.

@@ -166,8 +166,17 @@ TEST_F(EvalViewTest, CompilersRunInsideTheView) {
 
 // nvcc and its tools (cicc, ptxas, fatbinary, nvlink through the host compiler) inside the
 // view and its program list, as a GPU worker's build ahead runs them: load_inline with CUDA
-// sources, no GPU visible, the slots' arch named.
+// sources, no GPU visible, the slots' arch named. The first nvcc on PATH is a wrapper outside
+// the toolkit and the program list (as /usr/local/bin/nvcc is on CI's machines, where this
+// failed with "nvcc: Permission denied"): the child is told the toolkit's CUDA_HOME instead.
 TEST_F(EvalViewTest, NvccBuildsACudaExtensionInsideTheView) {
+  const std::string decoy_bin = options_.cache_dir + "/decoy-bin";
+  ASSERT_EQ(mkdir(decoy_bin.c_str(), 0755), 0);
+  ASSERT_TRUE(WriteFileAtomically(decoy_bin + "/nvcc",
+                                  "#!/bin/sh\nexec " + CudaToolkitDir() + "/bin/nvcc \"$@\"\n"));
+  chmod((decoy_bin + "/nvcc").c_str(), 0755);
+  const std::string path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  setenv("PATH", (decoy_bin + ":" + path).c_str(), 1);
   setenv("TORCH_CUDA_ARCH_LIST", "9.0", 1);  // what kforge-worker sets from its GPUs
   v1::EvalRequest r;
   r.set_task_source(Source("examples/tasks/tiny/tiny_relu.py"));
@@ -177,6 +186,7 @@ TEST_F(EvalViewTest, NvccBuildsACudaExtensionInsideTheView) {
   r.mutable_limits()->set_build_s(900);
   v1::EvalResult built = RunEvaluation(options_, r, "cpu");
   unsetenv("TORCH_CUDA_ARCH_LIST");
+  setenv("PATH", path.c_str(), 1);
   EXPECT_EQ(built.verdict(), v1::VERDICT_OK)
       << built.reason() << "\n" << built.compiler_log() << built.output_log();
   EXPECT_GT(built.stages().build_s(), 1.0) << "nvcc did not run";

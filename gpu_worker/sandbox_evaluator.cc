@@ -8,6 +8,7 @@
 #include "common/base/subprocess.h"
 #include "common/result_json.h"
 #include "gpu_worker/eval_server_client.h"
+#include "gpu_worker/eval_view.h"
 #include "gpu_worker/sandbox.h"
 
 namespace kforge {
@@ -36,9 +37,10 @@ SandboxPolicy PolicyFor(const WorkerOptions& options) {
 }
 
 // What the children inherit. TORCH_CUDA_ARCH_LIST (set by main from the GPU) makes
-// load_inline's nvcc flags the same in a build ahead, which sees no GPU, as in the timed run.
+// load_inline's nvcc flags the same in a build ahead, which sees no GPU, as in the timed run;
+// CUDA_HOME names the toolkit the sandbox's view and program list hold (eval_view.h).
 std::vector<std::string> ExtraEnv(bool build_only = false) {
-  std::vector<std::string> env;
+  std::vector<std::string> env = CudaToolkitEnv();
   for (const char* name : {"KFORGE_PYTHONPATH", "CUDA_VISIBLE_DEVICES", "TORCH_CUDA_ARCH_LIST"}) {
     if (build_only && std::string(name) == "CUDA_VISIBLE_DEVICES") continue;
     if (const char* v = std::getenv(name)) env.push_back(std::string(name) + "=" + v);

@@ -44,9 +44,11 @@ GPU turn: kind, round, candidate, start, seconds), and compat_table.txt a `repea
   `speedup`, `speedup_device` and `speedup_call` over its N runs; median, p90 (nearest rank),
   max, count, and how many stayed within 1%;
 - outside the first run's CI: the fraction of repeats whose speedup on a clock falls outside
-  the first run's 95% interval for that clock: `speedup_ci_low/high` where the first run's
-  `speedup_clock` is that clock, else the reference median's interval over the candidate's
-  (`median_ci_low_ms/high_ms` of the clock's pair: [ref_low/cand_high, ref_high/cand_low]);
+  the first run's 95% interval for that clock: its `speedup_<clock>_ci_low/high` (results
+  since session 12: widened by the clock's between-process spread), else `speedup_ci_low/high`
+  where the first run's `speedup_clock` is that clock, else the reference median's interval
+  over the candidate's (`median_ci_low_ms/high_ms` of the clock's pair:
+  [ref_low/cand_high, ref_high/cand_low]);
 - capped: the fraction of `ok` evaluations (first passes and repeats) whose TimingStats said
   `capped` on either program (any of the four clock pairs);
 - ok wall: median and p90 of the client's wall time of a request that ended `ok`;
@@ -165,9 +167,10 @@ class Run:
             self.builds_running += delta
 
     def enqueue(self, name, kind, job, round_=0):
-        # A ready KB child (kind 1) holds one of the --kb-prefetch slots: its turn goes before
+        # A ready KB child (kind 1) holds one of the --kb-prefetch slots: its turn sorts before
         # the kforge turns of first passes, or children of candidates late in corpus order that
-        # were ready first could hold every slot while kforge's turns take the budget.
+        # were ready first could hold every slot while kforge's turns take the budget (and
+        # next_turn alternates the two while both are ready).
         order = -1 if kind == 1 else self.order[name]
         with self.lock:
             self.seq += 1
@@ -312,7 +315,9 @@ def pick(d, key):
 TWO_CLOCK_SCALARS = ("speedup_device", "speedup_call", "speedup_clock", "speedup_ci_low",
                      "speedup_ci_high", "device_clock_note", "native_code", "native_code_detail",
                      "speedup_device_busy", "reference_device_busy_ms",
-                     "candidate_device_busy_ms")
+                     "candidate_device_busy_ms", "speedup_call_ci_low", "speedup_call_ci_high",
+                     "speedup_device_ci_low", "speedup_device_ci_high", "speedup_call_between_sd",
+                     "speedup_device_between_sd")
 TWO_CLOCK_PAIRS = ("reference_device", "candidate_device", "reference_call", "candidate_call")
 PAIR_KEYS = ("median_ms", "mean_ms", "min_ms", "std_ms", "n", "median_ci_low_ms",
              "median_ci_high_ms", "capped", "event_fallbacks")
@@ -658,25 +663,40 @@ def kb_child(spec_path):
 # ---------------------------------------------------------------- the GPU thread
 
 
+def next_turn(ready, last_kind, last_kforge):
+    """The turn to run of the `ready` queue items (round, order, kind, seq, name, job): the
+    first in queue order (first passes before repeats, ready KB turns first, then corpus
+    order), except that after a KB turn a ready kforge first pass goes first (the harnesses
+    alternate while both have turns ready: neither starves the other), and a repeat never
+    follows its own candidate's turn while another turn is ready."""
+    ready = sorted(ready, key=lambda it: it[:4])
+    fits = [it for it in ready if not (it[0] > 0 and it[4] == last_kforge)] or ready
+    if last_kind == 1:
+        for it in fits:
+            if it[0] == 0 and it[2] == 0:
+                return it
+    return fits[0]
+
+
 def gpu_thread(run):
-    """Runs the queued GPU turns one at a time (ready KB turns first, then corpus order), until
-    none is left to come or the budget ends."""
+    """Runs the queued GPU turns one at a time (next_turn), until none is left to come or the
+    budget ends."""
     state = {}
     last_kforge = None  # the candidate of the last kforge turn
+    last_kind = None
     while run.turns_left > 0 and run.left() >= run.args.min_turn_s:
         try:
-            item = run.gpu.get(timeout=0.5)
+            ready = [run.gpu.get(timeout=0.5)]
         except queue.Empty:
             continue
-        if item[0] > 0 and item[4] == last_kforge:  # a repeat: not right after its candidate
+        while True:
             try:
-                other = run.gpu.get_nowait()
+                ready.append(run.gpu.get_nowait())
             except queue.Empty:
-                other = None
-            if other is not None and not (other[2] == 0 and other[4] == last_kforge):
-                run.gpu.put(item)
-                item = other
-            elif other is not None:
+                break
+        item = next_turn(ready, last_kind, last_kforge)
+        for other in ready:
+            if other is not item:
                 run.gpu.put(other)
         round_, _, kind, _, name, job = item
         if kind == 0 and round_ > 0 and name == last_kforge:
@@ -695,6 +715,7 @@ def gpu_thread(run):
                                  at_s=at_s, turn_s=round(time.time() - t0, 3)))
         if kind == 0:
             last_kforge = name
+        last_kind = kind
         run.turn_done()
     if state.get("server") is not None:
         state["server"].proc.stdin.close()
@@ -797,9 +818,13 @@ def evaluations(row):
 
 
 def ci_of(ev, clock):
-    """The 95% interval of ev's speedup on `clock`: the result's own (speedup_ci_low/high)
-    where its speedup clock is that clock, otherwise the reference median's interval over the
-    candidate's (the engine's conservative ratio), from the pair's median_ci_*; None without."""
+    """The 95% interval of ev's speedup on `clock`: the result's own for that clock
+    (speedup_<clock>_ci_low/high, which since session 12 hold the between-process spread; or
+    speedup_ci_low/high where its speedup clock is that clock), otherwise the reference
+    median's interval over the candidate's (the engine's conservative ratio before session 12),
+    from the pair's median_ci_*; None without."""
+    if (ev.get(f"speedup_{clock}_ci_low") or 0) > 0:
+        return ev[f"speedup_{clock}_ci_low"], ev[f"speedup_{clock}_ci_high"]
     if ev.get("speedup_clock") == clock and (ev.get("speedup_ci_low") or 0) > 0:
         return ev["speedup_ci_low"], ev["speedup_ci_high"]
     ref, cand = ev.get("reference_" + clock) or {}, ev.get("candidate_" + clock) or {}

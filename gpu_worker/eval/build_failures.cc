@@ -8,24 +8,73 @@ namespace kforge::eval {
 
 void RememberFailedExtensionBuilds() {
   py::exec(R"(
-def _kforge_remember_failed_builds():
-    import functools, hashlib, os
+def _kforge_extension_builds():
+    import fcntl, functools, hashlib, os, re
     import torch
     import torch.utils.cpp_extension as ext
 
-    def wrap(real, kind):
+    class FlockBaton:
+        """torch's FileBaton with the lock held by flock(2), which the kernel releases when its
+        process dies: torch's baton is the file's existence, so a build killed at its limit
+        left it behind and every later build of that extension waited for it forever."""
+
+        def __init__(self, lock_file_path, wait_seconds=0.1, warn_after_seconds=None):
+            self.lock_file_path = lock_file_path
+            self.fd = None
+
+        def try_acquire(self):
+            fd = os.open(self.lock_file_path, os.O_CREAT | os.O_RDONLY, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                return False
+            self.fd = fd
+            return True
+
+        def wait(self):
+            try:
+                fd = os.open(self.lock_file_path, os.O_RDONLY)
+            except FileNotFoundError:
+                return
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH)
+            finally:
+                os.close(fd)
+
+        def release(self):
+            if self.fd is None:
+                return
+            try:
+                os.remove(self.lock_file_path)
+            except OSError:
+                pass
+            os.close(self.fd)
+            self.fd = None
+
+    ext.FileBaton = FlockBaton
+
+    # A compiler's diagnostic on a source line (nvcc: "x.cu(12): error: ...", gcc:
+    # "main.cpp:5:3: error: ..."), and none of the failures that say nothing about the sources:
+    # a compiler killed or out of resources, a file it could not run or read.
+    diagnostic = re.compile(r"\.(cu|cuh|cpp|cc|cxx|c|h|hpp)(\(\d+\)|:\d+(:\d+)?): (fatal )?error")
+    transient = ("Killed", "signal", "No space left", "Resource temporarily unavailable",
+                 "Permission denied", "cannot execute", "Cannot allocate memory")
+    toolchain = (torch.__version__, torch.version.cuda, os.environ.get("CUDA_HOME"),
+                 os.environ.get("TORCH_CUDA_ARCH_LIST"))
+
+    def remember(real, kind):
         @functools.wraps(real)
         def call(*args, **kwargs):
             root = os.environ.get("TORCH_EXTENSIONS_DIR")
             if not root:
                 return real(*args, **kwargs)
             key = hashlib.sha256(repr((kind, args, sorted(kwargs.items()),
-                                       os.environ.get("TORCH_CUDA_ARCH_LIST"),
-                                       torch.__version__)).encode()).hexdigest()
+                                       toolchain)).encode()).hexdigest()
             marker = os.path.join(root, ".kforge_failed_builds", key)
             try:
                 with open(marker) as f:
-                    message = f.read()
+                    message = f.read(65536)
             except OSError:
                 message = None
             if message is not None:
@@ -33,27 +82,25 @@ def _kforge_remember_failed_builds():
             try:
                 return real(*args, **kwargs)
             except RuntimeError as e:
-                # Only a compiler's diagnostic: not a compiler killed (memory, a full disk) or
-                # a flag that depends on the machine it ran on (-arch=native).
                 text = str(e)
-                if (text.startswith("Error building extension") and "error:" in text and
-                        "Killed" not in text and "No space left" not in text and
+                if (text.startswith("Error building extension") and diagnostic.search(text) and
+                        not any(t in text for t in transient) and
                         "native" not in repr((args, kwargs))):
                     try:
                         os.makedirs(os.path.dirname(marker), exist_ok=True)
                         tmp = marker + ".tmp." + str(os.getpid())
                         with open(tmp, "w") as f:
-                            f.write(str(e))
+                            f.write(text[:65536])
                         os.replace(tmp, marker)
                     except OSError:
                         pass
                 raise
         return call
 
-    ext.load_inline = wrap(ext.load_inline, "load_inline")
+    ext.load_inline = remember(ext.load_inline, "load_inline")
 
-_kforge_remember_failed_builds()
-del _kforge_remember_failed_builds
+_kforge_extension_builds()
+del _kforge_extension_builds
 )",
            py::module_::import("__main__").attr("__dict__"));
 }

@@ -1,4 +1,5 @@
-// Failed extension builds, remembered in the candidate's cache namespace.
+// Extension builds in the candidate process: failed builds remembered in the candidate's cache
+// namespace, and a build lock that dies with its process.
 //
 // Many released candidates call torch.utils.cpp_extension.load_inline (or load) inside a
 // try/except and fall back to PyTorch when it fails, and the build fails the same way every time
@@ -6,17 +7,26 @@
 // builds, so each process runs the compiler again: 16-38 s of a GPU turn for candidates whose
 // build ahead had already failed (session 11, docs/benchmarks.md). This wraps load_inline in
 // the candidate process (not load: its sources are paths whose contents may change): a build
-// that fails with torch's "Error building extension" and a compiler diagnostic ("error:"; not
-// a compiler killed or out of disk, no "native" among the arguments) leaves a marker (the
-// message) under $TORCH_EXTENSIONS_DIR/.kforge_failed_builds/, keyed by a hash of every
-// argument (name, sources, functions, flags, include paths, with_cuda), TORCH_CUDA_ARCH_LIST
-// and torch's version; a later call with the same key raises the same RuntimeError at once, so
-// the candidate takes the path it took the first time. A replayed failure starts no compiler,
-// so the audit hook sees no native code for it (none was built).
+// that fails with torch's "Error building extension" and a compiler diagnostic on a source line
+// ("x.cu(12): error", "main.cpp:5:3: error"; not a compiler killed, out of disk, memory or
+// processes, or unable to run or read a file; no "native" among the arguments) leaves a marker
+// (the message, at most 64 KiB) under $TORCH_EXTENSIONS_DIR/.kforge_failed_builds/, keyed by a
+// hash of every argument (name, sources, functions, flags, include paths, with_cuda), torch's
+// and CUDA's versions, CUDA_HOME and TORCH_CUDA_ARCH_LIST; a later call with the same key
+// raises the same RuntimeError at once, so the candidate takes the path it took the first time.
+// A replayed failure starts no compiler, so the audit hook sees no native code for it (none was
+// built). With verbose=True torch prints the compiler's output instead of putting it in the
+// exception, so such builds are never remembered.
+//
+// torch's own build lock (FileBaton) is a file whose existence is the lock: a build killed at
+// the build limit leaves it, and every later load_inline of that extension in that namespace
+// (the timed run after a killed build ahead, say) waits for it until its own limit. The
+// replacement holds the same file with flock(2), released by the kernel when the process dies.
 //
 // An optimisation in the candidate's own (untrusted) process, not a defence: the candidate can
-// undo it (it then compiles again) or plant markers (its own builds then fail; the namespace is
-// its alone). Nothing is remembered without TORCH_EXTENSIONS_DIR.
+// undo it (it then compiles again, or waits on torch's lock) or plant markers (its own builds
+// then fail: the namespace is its task's and its own, candidate_files.h). Nothing is remembered
+// without TORCH_EXTENSIONS_DIR.
 #ifndef KFORGE_GPU_WORKER_EVAL_BUILD_FAILURES_H_
 #define KFORGE_GPU_WORKER_EVAL_BUILD_FAILURES_H_
 

@@ -32,10 +32,11 @@ void MakeShared(const std::string& dir, mode_t mode) {
 
 }  // namespace
 
-CandidateFiles CandidateFilesFor(const std::string& cache_dir, const std::string& source) {
+CandidateFiles CandidateFilesFor(const std::string& cache_dir, const std::string& task_source,
+                                 const std::string& candidate_source) {
   CandidateFiles f;
   if (cache_dir.empty()) return f;
-  f.dir = cache_dir + "/c/" + Sha256Hex(source);
+  f.dir = cache_dir + "/c/" + Sha256Hex(Sha256Hex(task_source) + "/" + Sha256Hex(candidate_source));
   f.nvrtc_dir = f.dir + "/nvrtc";
   f.torch_extensions_dir = f.dir + "/torch_extensions";
   f.cpp_objects_dir = f.dir + "/cpp";

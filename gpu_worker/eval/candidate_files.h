@@ -1,13 +1,17 @@
 // Where one candidate's builds are cached, and the lock that keeps the evaluation process from
 // writing anywhere else once task or candidate code can run (issue: shared build caches).
 //
-// Layout under the cache directory (docs/evaluation.md, "Build caches"):
-//   <cache>/c/<sha256 of the candidate source>/nvrtc/             kforge.cuda and cpp kernels
-//   <cache>/c/<sha256 of the candidate source>/torch_extensions/  load_inline builds
-//   <cache>/c/<sha256 of the candidate source>/cpp/               cpp shared objects
-//   <cache>/cpp/...                                               the shared cpp PCH
-// Identical candidate files share a namespace (they are the same program); different ones
-// never do. Everything shared (the PCH) is written by the engine before the lock.
+// Layout under the cache directory (docs/evaluation.md, "Build caches"), <key> the SHA-256 of
+// "<sha256 of the task source>/<sha256 of the candidate source>":
+//   <cache>/c/<key>/nvrtc/             kforge.cuda and cpp kernels
+//   <cache>/c/<key>/torch_extensions/  load_inline builds (and remembered failures)
+//   <cache>/c/<key>/cpp/               cpp shared objects
+//   <cache>/cpp/...                    the shared cpp PCH
+// Evaluations of the same candidate file on the same task file share a namespace (the build
+// ahead and the timed run of one lease among them); nothing else does. The task is part of the
+// key because the task's code runs in the candidate's process too: keyed on the candidate
+// alone, a task of another tenant's choosing could plant builds or failure markers for a
+// public candidate. Everything shared (the PCH) is written by the engine before the lock.
 //
 // The lock (fs_lock.h) allows writes beneath the candidate's namespace, the evaluation's
 // scratch ($TMPDIR, else /tmp) and $HOME, and /dev (GPU nodes, /dev/null, /dev/shm); reads stay
@@ -25,7 +29,7 @@ namespace kforge::eval {
 
 struct CandidateFiles {
   // All empty without a cache directory (no disk caches, nothing shared).
-  std::string dir;  // <cache>/c/<sha256 of the source>
+  std::string dir;  // <cache>/c/<key>
   std::string nvrtc_dir;
   std::string torch_extensions_dir;
   std::string cpp_objects_dir;
@@ -37,8 +41,9 @@ struct CandidateFiles {
   bool isolated = false;
 };
 
-// The namespace's paths; creates nothing.
-CandidateFiles CandidateFilesFor(const std::string& cache_dir, const std::string& source);
+// The namespace's paths for a task and a candidate (their sources); creates nothing.
+CandidateFiles CandidateFilesFor(const std::string& cache_dir, const std::string& task_source,
+                                 const std::string& candidate_source);
 
 // Creates the namespace's directories, then restricts the process's writes as described
 // above and sets files->isolated. Without Landlock the evaluation goes on unrestricted

@@ -7,11 +7,14 @@
 #include <torch/csrc/autograd/python_variable.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
+#include <utility>
 
 #include "gpu_worker/eval/audit_hook.h"
 #include "gpu_worker/eval/build_failures.h"
@@ -37,6 +40,14 @@ constexpr size_t kMaxJudgeFrame = 512u << 20;  // the sources travel in Load
 constexpr size_t kMaxText = 16 << 10;          // logs and reasons sent back
 
 double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// "sm_90" -> (9, 0), "sm_100a" -> (10, 0); nothing for anything else.
+std::optional<std::pair<int, int>> CapabilityOfArch(const std::string& arch) {
+  size_t end = 3;
+  while (end < arch.size() && std::isdigit(static_cast<unsigned char>(arch[end]))) ++end;
+  if (arch.rfind("sm_", 0) != 0 || end < 5 || end > 6) return std::nullopt;
+  return std::make_pair(std::stoi(arch.substr(3, end - 4)), arch[end - 1] - '0');
+}
 
 std::string Bounded(std::string s) {
   if (s.size() > kMaxText) s = s.substr(0, kMaxText / 2) + "\n[...]\n" + s.substr(s.size() - kMaxText / 2);
@@ -207,9 +218,14 @@ class CandidateProcess {
       // A GPU worker's build ahead (no GPU visible, the slots' arch named): many candidates
       // build their extensions only `if torch.cuda.is_available()`, so the build is made here,
       // not in the GPU's turn. Only this process's build is affected; whatever then fails for
-      // want of a GPU is a runtime_error, which is never final for a build ahead.
-      py::module_::import("torch").attr("cuda").attr("is_available") =
-          py::cpp_function([] { return true; });
+      // want of a GPU is a runtime_error, which is never final for a build ahead. The guard
+      // often asks the capability too (`get_device_capability()[0] >= 7`): the arch's.
+      py::module_ cuda = py::module_::import("torch").attr("cuda");
+      cuda.attr("is_available") = py::cpp_function([] { return true; });
+      if (std::optional<std::pair<int, int>> cc = CapabilityOfArch(req.arch())) {
+        cuda.attr("get_device_capability") = py::cpp_function(
+            [cc](py::args, py::kwargs) { return py::make_tuple(cc->first, cc->second); });
+      }
     }
     switches_ = SwitchSnapshot();
     auto t = Clock::now();

@@ -47,6 +47,15 @@ constexpr double kLateHostToleranceMs = 0.01;
 // The stop rules' relative standard error of the medians (EvalRequest.max_rel_stderr 0).
 constexpr double kDeviceMaxRelStderr = 0.005;
 constexpr double kCallMaxRelStderr = 0.01;
+// How far each clock's medians move between processes (timing.h, BetweenProcesses), fitted on
+// the H200 to the repeats of sessions 9-11 (168 call-clock and 78 device-clock repeats of ~30
+// corpus candidates, cudnn.benchmark users left out; docs/evaluation.md "Between processes"):
+// the call clock's medians move by some 25 us whatever the program's length plus 5% of the
+// speedup, the device clock's by about 0.25 us; with these 96% of those repeats fell in the
+// first run's interval (scripts/between_processes.py). Other GPUs get the same until measured
+// there; CPU mode none.
+constexpr BetweenProcesses kCallBetween{0.05, 0.025, 0.5};
+constexpr BetweenProcesses kDeviceBetween{0.005, 0.00025, 0.5};
 constexpr uint32_t kCalibrationCalls = 30;  // after 3 warm-up calls
 constexpr double kMinCallMs = 1e-3;  // a call-clock sample is never below 1 us
 
@@ -124,6 +133,12 @@ class Evaluation {
       result_.clear_speedup_call();
       result_.clear_speedup_ci_low();
       result_.clear_speedup_ci_high();
+      result_.clear_speedup_call_ci_low();
+      result_.clear_speedup_call_ci_high();
+      result_.clear_speedup_device_ci_low();
+      result_.clear_speedup_device_ci_high();
+      result_.clear_speedup_call_between_sd();
+      result_.clear_speedup_device_between_sd();
       result_.clear_reference_device_busy_ms();  // only an ok result has them
       result_.clear_candidate_device_busy_ms();
       result_.clear_speedup_device_busy();
@@ -176,7 +191,7 @@ class Evaluation {
     }
     // Still single-threaded, before any task or candidate code: the last moment to write shared
     // cache entries, then the lock (candidate_files.h), which the candidate process inherits.
-    files_ = CandidateFilesFor(ctx_.cache_dir, req_.candidate_source());
+    files_ = CandidateFilesFor(ctx_.cache_dir, req_.task_source(), req_.candidate_source());
     if (dialect == v1::DIALECT_CPP) PrepareCppPch(CppConfig());  // a failure shows in the build
     LockToCandidateFiles(ctx_.cache_dir, &files_);
     Enter(Stage::kLoad);
@@ -695,8 +710,12 @@ class Evaluation {
       KeepSamples(call.out.ref, call.out.clock, call.input_sets, result_.mutable_reference_call());
       KeepSamples(call.out.cand, call.out.clock, call.input_sets, result_.mutable_candidate_call());
     }
-    SpeedupInterval by_call = SpeedupOf(call.out.reference, call.out.candidate);
+    SpeedupInterval by_call = SpeedupOf(call.out.reference, call.out.candidate,
+                                        target_.cuda ? kCallBetween : BetweenProcesses{});
     result_.set_speedup_call(by_call.speedup);
+    result_.set_speedup_call_ci_low(by_call.low);
+    result_.set_speedup_call_ci_high(by_call.high);
+    result_.set_speedup_call_between_sd(by_call.between_sd);
     SpeedupInterval chosen = by_call;
     result_.set_speedup_clock("call");
     *result_.mutable_reference() = result_.reference_call();
@@ -722,8 +741,12 @@ class Evaluation {
         }
       }
       result_.set_timing_preroll_ms(device->preroll_ms);
-      SpeedupInterval by_device = SpeedupOf(device->out.reference, device->out.candidate);
+      SpeedupInterval by_device =
+          SpeedupOf(device->out.reference, device->out.candidate, kDeviceBetween);
       result_.set_speedup_device(by_device.speedup);
+      result_.set_speedup_device_ci_low(by_device.low);
+      result_.set_speedup_device_ci_high(by_device.high);
+      result_.set_speedup_device_between_sd(by_device.between_sd);
       if (req_.speedup_clock() == "device") {
         chosen = by_device;
         result_.set_speedup_clock("device");
@@ -774,6 +797,36 @@ class Evaluation {
     // (docs/evaluation.md, "Timing").
     const bool fresh = fresh_timing_inputs_;
     const uint64_t seeds = device ? 10000 : 2000;  // apart from each other and the trials'
+    // The parts of timing_s this phase adds to (StageDurations.timing_*), written back however
+    // the phase ends.
+    struct Parts {
+      double inputs = 0, reference = 0, candidate = 0, checks = 0;
+    };
+    struct PartsWriter {
+      const Parts& parts;
+      v1::StageDurations* st;
+      ~PartsWriter() {
+        st->set_timing_inputs_s(st->timing_inputs_s() + parts.inputs);
+        st->set_timing_reference_s(st->timing_reference_s() + parts.reference);
+        st->set_timing_candidate_s(st->timing_candidate_s() + parts.candidate);
+        st->set_timing_checks_s(st->timing_checks_s() + parts.checks);
+      }
+    };
+    Parts parts;
+    PartsWriter write_parts{parts, result_.mutable_stages()};
+    // Adds the wall time since `t` to a part, the device drained first where `sync` (never
+    // inside a sample: the programs' own work is drained by the loop).
+    auto add = [this](double* part, Clock::time_point t, bool sync = true) {
+      if (sync) {
+        try {
+          Synchronize();
+        } catch (const std::runtime_error&) {
+          // The loop's own synchronisation reports it; a verdict already reached stands.
+        }
+      }
+      *part += Since(t);
+    };
+    const auto made = Clock::now();
     std::vector<TimedInputs> sets;
     sets.push_back(MakeTimedInputs(DeriveSeed(seed_, seeds), 0));
     if (!fresh) {
@@ -793,6 +846,7 @@ class Evaluation {
       }
     }
     const std::vector<uint64_t> aliases = AliasBits(out_like, TensorsOf(sets[0].ref));
+    add(&parts.inputs, made);
     py::object ref_out = py::none();
     std::vector<at::Tensor> ref_copy, cand_copy;
     std::optional<Verdict> timed_verdict;
@@ -811,21 +865,6 @@ class Evaluation {
     uint32_t unusable_count = 0;
     TimingOptions o;
     IterationHooks hooks;
-    v1::StageDurations* st = result_.mutable_stages();
-    // Adds the wall time since `t` to a part of timing_s, the device drained first where
-    // `sync` (never inside a sample: the programs' own work is drained by the loop).
-    auto part = [this, st](double (v1::StageDurations::*get)() const,
-                           void (v1::StageDurations::*set)(double), Clock::time_point t,
-                           bool sync = true) {
-      if (sync) {
-        try {
-          Synchronize();
-        } catch (const std::runtime_error&) {
-          // The loop's own synchronisation reports it; a verdict already reached stands.
-        }
-      }
-      (st->*set)((st->*get)() + Since(t));
-    };
     hooks.before = [&](uint32_t it) {
       auto t = Clock::now();
       iterations = it + 1;
@@ -841,7 +880,7 @@ class Evaluation {
       std::string error;
       if (!client_->PoisonOutputs(out_like, &error)) throw std::runtime_error(error);
       late = 0;
-      part(&v1::StageDurations::timing_inputs_s, &v1::StageDurations::set_timing_inputs_s, t);
+      add(&parts.inputs, t);
       return current;
     };
     hooks.after = [&](uint32_t it) {
@@ -859,7 +898,7 @@ class Evaluation {
       ref_out = py::none();  // freed outside the timed region
       ref_copy.clear();
       cand_copy.clear();
-      part(&v1::StageDurations::timing_checks_s, &v1::StageDurations::set_timing_checks_s, t);
+      add(&parts.checks, t);
       return !timed_verdict;
     };
     // The iteration under way is a sampled one (not a warm-up).
@@ -950,14 +989,12 @@ class Evaluation {
     Program timed_ref = !device ? ref : Program([&, ref](int s) {
       auto t = Clock::now();
       ref(s);
-      part(&v1::StageDurations::timing_reference_s, &v1::StageDurations::set_timing_reference_s,
-           t, false);
+      add(&parts.reference, t, false);
     });
     Program timed_cand = !device ? cand : Program([&, cand](int s) {
       auto t = Clock::now();
       cand(s);
-      part(&v1::StageDurations::timing_candidate_s, &v1::StageDurations::set_timing_candidate_s,
-           t, false);
+      add(&parts.candidate, t, false);
     });
     o.cuda = target_.cuda;
     o.device = target_.index;
@@ -968,6 +1005,9 @@ class Evaluation {
     o.max_rel_stderr = req_.max_rel_stderr() > 0 ? req_.max_rel_stderr()
                        : device                  ? kDeviceMaxRelStderr
                                                  : kCallMaxRelStderr;
+    // A request's own max_rel_stderr is honoured as asked, with no between-process allowance.
+    if (target_.cuda && !(req_.max_rel_stderr() > 0))
+      o.between = device ? kDeviceBetween : kCallBetween;
     // Each clock has half of the timing budget.
     o.time_cap_s = target_.cuda ? ctx_.timing_budget_s / 2 : ctx_.timing_budget_s;
     try {
@@ -978,11 +1018,8 @@ class Evaluation {
     }
     NoteDeviceMemory();  // the timing's inputs and outputs still held
     if (!device) {
-      double ref_s = 0, cand_s = 0;
-      for (double ms : phase->out.ref.ms) ref_s += ms / 1000;
-      for (double ms : phase->out.cand.ms) cand_s += ms / 1000;
-      st->set_timing_reference_s(st->timing_reference_s() + ref_s);
-      st->set_timing_candidate_s(st->timing_candidate_s() + cand_s);
+      for (double ms : phase->out.ref.ms) parts.reference += ms / 1000;
+      for (double ms : phase->out.cand.ms) parts.candidate += ms / 1000;
     }
     if (timed_verdict) return timed_verdict;
     if (!device && call_overhead_ms_ > 0) {

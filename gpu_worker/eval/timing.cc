@@ -65,6 +65,10 @@ const char* TimingClockName(TimingClock clock) {
 namespace {
 
 constexpr double kZ = 1.96;
+// TimingOptions::between: the share of a median's between-process deviation that its standard
+// error may keep: at half, the order-statistic intervals of both medians widen the interval a
+// repeat falls in by about 12% over exact medians.
+constexpr double kStopShareOfBetween = 0.5;
 
 // The distribution-free 95% confidence interval of the median of sorted `v` (n >= 3): the
 // order statistics at ranks n/2 -+ 1.96 sqrt(n)/2 (normal approximation of Binomial(n, 1/2)).
@@ -392,7 +396,18 @@ v1::TimingStats Summarise(std::vector<double> v) {
   return s;
 }
 
-SpeedupInterval SpeedupOf(const v1::TimingStats& reference, const v1::TimingStats& candidate) {
+double BetweenProcesses::ProgramSd(double median_ms) const {
+  const double fixed = median_ms > 0 ? abs_ms / median_ms : max_sd;
+  return std::min(max_sd, std::sqrt(rel * rel / 2 + fixed * fixed));
+}
+
+double BetweenProcesses::SpeedupSd(double reference_ms, double candidate_ms) const {
+  const double ref = ProgramSd(reference_ms), cand = ProgramSd(candidate_ms);
+  return std::min(max_sd, std::sqrt(ref * ref + cand * cand));
+}
+
+SpeedupInterval SpeedupOf(const v1::TimingStats& reference, const v1::TimingStats& candidate,
+                          const BetweenProcesses& between) {
   SpeedupInterval r;
   if (!(reference.median_ms() > 0) || !(candidate.median_ms() > 0)) return r;
   r.speedup = reference.median_ms() / candidate.median_ms();
@@ -402,10 +417,28 @@ SpeedupInterval SpeedupOf(const v1::TimingStats& reference, const v1::TimingStat
                                             : r.speedup;
   r.low = std::min(r.low, r.speedup);
   r.high = std::max(r.high, r.speedup);
+  r.between_sd = between.SpeedupSd(reference.median_ms(), candidate.median_ms());
+  if (r.between_sd > 0 && r.low > 0) {
+    // A repeat differs from this run by both runs' between-process deviations.
+    const double repeat = kZ * std::sqrt(2.0) * r.between_sd;
+    const double below = std::log(r.speedup / r.low), above = std::log(r.high / r.speedup);
+    r.low = r.speedup * std::exp(-std::sqrt(below * below + repeat * repeat));
+    r.high = r.speedup * std::exp(std::sqrt(above * above + repeat * repeat));
+  }
   return r;
 }
 
 namespace {
+
+// The stop rule for one program's samples (TimingOptions::max_rel_stderr and ::between).
+bool PreciseEnough(const std::vector<double>& ms, const TimingOptions& o) {
+  const double rse = RelStderrOfMedian(ms);
+  if (rse < o.max_rel_stderr) return true;
+  if (o.between.rel <= 0 && o.between.abs_ms <= 0) return false;
+  std::vector<double> sorted = ms;
+  std::sort(sorted.begin(), sorted.end());
+  return rse < kStopShareOfBetween * o.between.ProgramSd(MedianOfSorted(sorted));
+}
 
 void Add(const Sample& s, bool is_reference, ProgramSamples* p) {
   if (!std::isfinite(s.ms)) {  // kReported: the program could not time this sample
@@ -490,9 +523,8 @@ TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate
       Add(s, is_ref, is_ref ? &out.ref : &out.cand);
     }
     if (!checked()) return out;
-    bool enough = out.ref.ms.size() >= o.min_samples &&
-                  RelStderrOfMedian(out.ref.ms) < o.max_rel_stderr &&
-                  (!has_candidate || RelStderrOfMedian(out.cand.ms) < o.max_rel_stderr);
+    bool enough = out.ref.ms.size() >= o.min_samples && PreciseEnough(out.ref.ms, o) &&
+                  (!has_candidate || PreciseEnough(out.cand.ms, o));
     if (enough) {
       converged = true;
       break;

@@ -58,6 +58,22 @@ enum class TimingClock { kActivity, kEvents, kHost, kJudge, kReported };
 // "activity", "events", "host", "judge", "reported".
 const char* TimingClockName(TimingClock clock);
 
+// How far a program's median moves between evaluations in separate processes beyond what one
+// run's samples show (docs/evaluation.md, "Between processes"): the log of a median has a
+// between-process standard deviation of sqrt(rel^2 / 2 + (abs_ms / median)^2), the log of a
+// speedup sqrt(rel^2 + abs_ms^2 (1 / reference^2 + 1 / candidate^2)), each at most `max_sd`
+// (a factor of e^max_sd: for programs of a few microseconds the fixed part would otherwise say
+// more than the repeats show). Measured per clock on the H200 (engine.cc); all 0 where nothing
+// was measured (CPU mode).
+struct BetweenProcesses {
+  double rel = 0;     // the part proportional to the times (of the speedup's log)
+  double abs_ms = 0;  // a fixed time by which each program's median moves
+  double max_sd = 0.5;
+
+  double ProgramSd(double median_ms) const;
+  double SpeedupSd(double reference_ms, double candidate_ms) const;
+};
+
 struct TimingOptions {
   bool cuda = false;
   int device = 0;
@@ -65,6 +81,9 @@ struct TimingOptions {
   uint32_t min_samples = 20;
   uint32_t max_samples = 2000;
   double max_rel_stderr = 0.005;
+  // The stop rule asks no more of a median than a standard error of half its between-process
+  // deviation: past that, more samples hardly narrow the interval a repeat falls in.
+  BetweenProcesses between;
   double time_cap_s = 20;
   int warmup = 3;
   double preroll_ms = 0;  // 0: none (the device is idle when the start event is recorded)
@@ -127,12 +146,17 @@ double RelStderrOfMedian(std::vector<double> samples);
 // Summary statistics of samples in milliseconds, with the median's 95% interval.
 v1::TimingStats Summarise(std::vector<double> samples_ms);
 
-// reference median / candidate median, and a conservative 95% interval of it: the
-// reference's interval bounds over the candidate's. All 0 without two positive medians.
+// reference median / candidate median, and a 95% interval of it that a repeat evaluation in
+// another process falls in: the reference's interval bounds over the candidate's (conservative
+// for a ratio), widened in log space, in quadrature, by 1.96 * sqrt(2) between-process standard
+// deviations (the first run's and the repeat's). `between_sd` is that deviation (0: none).
+// All 0 without two positive medians.
 struct SpeedupInterval {
   double speedup = 0, low = 0, high = 0;
+  double between_sd = 0;
 };
-SpeedupInterval SpeedupOf(const v1::TimingStats& reference, const v1::TimingStats& candidate);
+SpeedupInterval SpeedupOf(const v1::TimingStats& reference, const v1::TimingStats& candidate,
+                          const BetweenProcesses& between = {});
 
 // The device clock (docs/evaluation.md, "Two clocks"): one sample of a program is the GPU
 // span, from CUPTI's records, of every kernel, copy and memset it launched on any stream,

@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <cuda_runtime_api.h>
 
+#include <chrono>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -204,6 +205,61 @@ TEST(TimeInterleavedTest, AnAfterHookThatSaysNoStopsTheTiming) {
   EXPECT_EQ(out.stopped_at, 3);
   EXPECT_EQ(calls, 8);  // 4 pairs, none after the stop
   EXPECT_EQ(out.ref.ms.size(), 2u);
+}
+
+TEST(BetweenProcessesTest, ProgramAndSpeedupDeviationsFollowTheFormulaAndTheCap) {
+  const BetweenProcesses b{0.02, 0.030, 0.5};
+  EXPECT_NEAR(b.ProgramSd(0.3), std::sqrt(0.0002 + 0.01), 1e-12);
+  EXPECT_NEAR(b.SpeedupSd(0.3, 0.15), std::sqrt(0.0004 + 0.01 + 0.04), 1e-12);
+  EXPECT_DOUBLE_EQ(b.ProgramSd(0.001), 0.5);  // 30 us on a 1 us program: capped
+  EXPECT_DOUBLE_EQ(b.SpeedupSd(0.001, 100), 0.5);
+  EXPECT_DOUBLE_EQ(BetweenProcesses{}.SpeedupSd(0.3, 0.15), 0);
+}
+
+TEST(SpeedupOfTest, TheBetweenProcessSpreadWidensTheIntervalInQuadrature) {
+  v1::TimingStats ref, cand;
+  ref.set_median_ms(1.0);
+  ref.set_median_ci_low_ms(0.98);
+  ref.set_median_ci_high_ms(1.02);
+  cand.set_median_ms(0.5);
+  cand.set_median_ci_low_ms(0.49);
+  cand.set_median_ci_high_ms(0.51);
+  const SpeedupInterval within = SpeedupOf(ref, cand);
+  EXPECT_DOUBLE_EQ(within.speedup, 2.0);
+  EXPECT_DOUBLE_EQ(within.low, 0.98 / 0.51);
+  EXPECT_DOUBLE_EQ(within.high, 1.02 / 0.49);
+  EXPECT_EQ(within.between_sd, 0);
+  const SpeedupInterval across = SpeedupOf(ref, cand, BetweenProcesses{0.02, 0, 0.5});
+  EXPECT_DOUBLE_EQ(across.speedup, 2.0);
+  EXPECT_DOUBLE_EQ(across.between_sd, 0.02);
+  const double repeat = 1.96 * std::sqrt(2.0) * 0.02;
+  const double below = std::log(2.0 / within.low), above = std::log(within.high / 2.0);
+  EXPECT_NEAR(std::log(2.0 / across.low), std::hypot(below, repeat), 1e-12);
+  EXPECT_NEAR(std::log(across.high / 2.0), std::hypot(above, repeat), 1e-12);
+}
+
+// Busy-waits about `ms` (the host clock in CPU mode measures it).
+void Spin(double ms) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double, std::milli>(ms);
+  while (std::chrono::steady_clock::now() < end) {
+  }
+}
+
+TEST(TimeInterleavedTest, TheStopRuleAsksNoMoreThanHalfTheBetweenProcessSpread) {
+  // Programs of ~0.2 ms whose samples scatter by +-20%: a 0.01% standard error is never
+  // reached, but a between-process deviation of 30 us (15% of the median) needs only ~7.5%.
+  std::mt19937 rng(14);
+  std::uniform_real_distribution<double> jitter(0.8, 1.2);
+  auto program = [&](int) { Spin(0.2 * jitter(rng)); };
+  TimingOptions o;
+  o.warmup = 1;
+  o.min_samples = 20;
+  o.max_samples = 120;
+  o.max_rel_stderr = 1e-4;
+  o.time_cap_s = 60;
+  EXPECT_EQ(TimeInterleaved(program, program, o).ref.ms.size(), 120u);
+  o.between = BetweenProcesses{0, 0.030, 0.5};
+  EXPECT_EQ(TimeInterleaved(program, program, o).ref.ms.size(), 20u);
 }
 
 // On a GPU: the activity clock is used, accounts for every sample of a plain program and

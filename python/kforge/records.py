@@ -121,7 +121,9 @@ class Evaluation:
     `reference` and `candidate` are ("device" or "call"); `speedup_device` and `speedup_call`
     are each clock's speedup (None unless ok; `speedup_device` also None where the device clock
     was not trusted, `device_clock_note` says why), with each clock's timings beside them.
-    `speedup_ci_low`/`speedup_ci_high` bound `speedup` (95%, None when not given).
+    `speedup_ci_low`/`speedup_ci_high` bound `speedup`: the 95% interval a repeat evaluation
+    in another process falls in (None when not given); `speedup_call_ci_low` ... and
+    `speedup_device_ci_high` are each clock's, None where that clock has none.
     `native_code`: the candidate's process reached native code (`native_code_detail` names
     the first such event), so what it reports about itself is a claim.
     """
@@ -161,6 +163,10 @@ class Evaluation:
     speedup_ci_high: Optional[float] = None
     native_code: bool = False
     native_code_detail: str = ""
+    speedup_call_ci_low: Optional[float] = None
+    speedup_call_ci_high: Optional[float] = None
+    speedup_device_ci_low: Optional[float] = None
+    speedup_device_ci_high: Optional[float] = None
 
     @property
     def ok(self) -> bool:
@@ -178,6 +184,13 @@ class Evaluation:
             return _copy_fields(record_type, getattr(r, field)) if r.HasField(field) else None
 
         interval = r.speedup_ci_low != 0 or r.speedup_ci_high != 0
+
+        def clock_interval(clock):
+            low, high = getattr(r, f"speedup_{clock}_ci_low"), getattr(r, f"speedup_{clock}_ci_high")
+            given = low != 0 or high != 0
+            return {f"speedup_{clock}_ci_low": low if given else None,
+                    f"speedup_{clock}_ci_high": high if given else None}
+
         return cls(
             evaluation_id=rec.evaluation_id, candidate_id=rec.candidate_id,
             task_id=rec.task_id, gpu_type=rec.gpu_type,
@@ -199,7 +212,8 @@ class Evaluation:
             device_clock_note=r.device_clock_note,
             speedup_ci_low=r.speedup_ci_low if interval else None,
             speedup_ci_high=r.speedup_ci_high if interval else None,
-            native_code=r.native_code, native_code_detail=r.native_code_detail)
+            native_code=r.native_code, native_code_detail=r.native_code_detail,
+            **clock_interval("call"), **clock_interval("device"))
 
 
 @dataclass(frozen=True)

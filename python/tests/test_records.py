@@ -52,6 +52,8 @@ def two_clock_record() -> jobs_pb2.EvaluationRecord:
     r.native_code = True
     r.native_code_detail = "ctypes.CDLL"
     r.speedup_ci_low, r.speedup_ci_high = 1.5, 1.7
+    r.speedup_call_ci_low, r.speedup_call_ci_high = 1.5, 1.7
+    r.speedup_call_between_sd = 0.05
     return rec
 
 
@@ -96,10 +98,13 @@ def test_an_evaluation_carries_both_clocks_and_the_native_code_taint():
     assert e.device_clock_note == "the candidate process reached native code"
     assert (e.native_code, e.native_code_detail) == (True, "ctypes.CDLL")
     assert (e.speedup_ci_low, e.speedup_ci_high) == (1.5, 1.7)
+    assert (e.speedup_call_ci_low, e.speedup_call_ci_high) == (1.5, 1.7)
+    assert e.speedup_device_ci_low is None and e.speedup_device_ci_high is None
     # Without the two clocks (a result from before them): nothing of them is made up.
     old = kforge.Evaluation.from_proto(ok_record())
     assert (old.speedup_clock, old.speedup_device, old.speedup_call) == ("", None, None)
     assert old.reference_call is None and old.speedup_ci_low is None and not old.native_code
+    assert old.speedup_call_ci_low is None
 
 
 def test_rows_carry_both_clocks_as_columns():

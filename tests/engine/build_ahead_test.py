@@ -10,12 +10,16 @@ In CPU mode, with nvcc (/usr/local/cuda) and a fresh cache directory for each ru
      candidate's guard is left alone where the candidate will never see a GPU);
   3. a candidate whose load_inline build fails and that falls back to PyTorch: its build ahead
      leaves a marker of the failure, and the evaluation after it (CPU mode) is ok without
-     running the compiler again (gpu_worker/eval/build_failures.h).
+     running the compiler again (gpu_worker/eval/build_failures.h);
+  4. the same candidate with torch's build lock file left in its build directory, as a build
+     killed at its limit leaves it: the build runs (and fails, and the fallback is taken) instead
+     of waiting for the lock until the build limit.
 Exits 1 on the first failed check.
 
   build_ahead_test.py --eval build/gpu_worker/eval/kforge-eval
 """
 import argparse
+import hashlib
 import json
 import os
 import subprocess
@@ -28,10 +32,10 @@ CANDIDATE = os.path.join(ROOT, "tests", "engine", "guarded_load_inline.py")
 FAILING = os.path.join(ROOT, "tests", "engine", "failing_load_inline.py")
 
 
-def build_ahead(binary, cache, arch, candidate=CANDIDATE, build_only=True):
+def build_ahead(binary, cache, arch, candidate=CANDIDATE, build_only=True, build_timeout=900):
     out = os.path.join(cache, "result.json")
     cmd = [binary, "--task", TASK, "--candidate", candidate, "--device", "cpu",
-           "--build-timeout", "900", "--cache-dir", cache, "--json", out]
+           "--build-timeout", str(build_timeout), "--cache-dir", cache, "--json", out]
     if build_only:
         cmd.append("--build-only")
     if arch:
@@ -39,6 +43,13 @@ def build_ahead(binary, cache, arch, candidate=CANDIDATE, build_only=True):
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="", TORCH_CUDA_ARCH_LIST="9.0")
     subprocess.run(cmd, check=True, timeout=1200, env=env)
     return json.load(open(out))
+
+
+def extensions_dir(cache, candidate):
+    """The candidate's TORCH_EXTENSIONS_DIR (gpu_worker/eval/candidate_files.h)."""
+    sha = lambda path: hashlib.sha256(open(path, "rb").read()).hexdigest()
+    key = hashlib.sha256(f"{sha(TASK)}/{sha(candidate)}".encode()).hexdigest()
+    return os.path.join(cache, "c", key, "torch_extensions")
 
 
 def shared_objects(cache):
@@ -75,6 +86,18 @@ def main():
               f"({r['verdict']}: {r.get('reason')})")
         check(again < 1 and again < first / 3,
               f"failing build, evaluation: no second compile ({again:.2f} s against {first:.1f} s)")
+    with tempfile.TemporaryDirectory() as cache:
+        # torch's lock file, as a build killed at its limit leaves it: the next build must not
+        # wait for it.
+        build_dir = os.path.join(extensions_dir(cache, FAILING), "kforge_failing_relu")
+        os.makedirs(build_dir)
+        open(os.path.join(build_dir, "lock"), "w").close()
+        r = build_ahead(args.eval, cache, "", FAILING, build_only=False, build_timeout=120)
+        check(r["verdict"] == "ok" and r["stages"]["build_s"] < 100,
+              f"stale build lock: the build ran and failed, the fallback taken "
+              f"({r['verdict']}: {r.get('reason')}; {r['stages']['build_s']:.1f} s)")
+        check(not os.path.exists(os.path.join(build_dir, "lock")),
+              "stale build lock: released after the build")
     return 0
 
 

@@ -4,13 +4,16 @@ works (docs/evaluation.md, "Build caches").
 
 With one fresh cache directory, in CPU mode:
   1. an nvrtc candidate (the victim) is evaluated: its cubin lands in its own namespace
-     <cache>/c/<sha256 of its source>/nvrtc/;
+     <cache>/c/<key of the task and its source>/nvrtc/;
   2. a shared precompiled header stand-in is put in <cache>/cpp/, as the engine would;
   3. examples/hacks/plants_cache.py, one-shot and through a fork server, tries to write into
      every directory of the cache and over every cubin and PCH, and to chmod each of them
      000: each write and mode change must be refused, and nothing in the cache outside the
      hack's namespace may change (contents, inode, mtime, mode);
-  4. the victim is evaluated again: its cubin is a cache hit (the file is not rewritten).
+  4. the victim's candidate is evaluated with tests/engine/planting_task.py, a task whose code
+     plants a failed-build marker and an extension file from the candidate's process: both land
+     in the namespace of that task and candidate, nothing in the victim's changes;
+  5. the victim is evaluated again: its cubin is a cache hit (the file is not rewritten).
 Every result must report system.cache_isolated. Exits 1 on the first failed check.
 
   cache_isolation_test.py --eval build/gpu_worker/eval/kforge-eval
@@ -27,12 +30,13 @@ from check_util import ROOT, TINY_RELU_TASK as TASK, check
 
 VICTIM = os.path.join(ROOT, "examples", "candidates", "tiny_relu", "nvrtc_relu.py")
 HACK = os.path.join(ROOT, "examples", "hacks", "plants_cache.py")
+PLANTING_TASK = os.path.join(ROOT, "tests", "engine", "planting_task.py")
 
 
-def evaluate(binary, candidate, cache):
+def evaluate(binary, candidate, cache, task=TASK):
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "result.json")
-        subprocess.run([binary, "--task", TASK, "--candidate", candidate, "--device", "cpu",
+        subprocess.run([binary, "--task", task, "--candidate", candidate, "--device", "cpu",
                         "--cache-dir", cache, "--json", out], check=True, timeout=600)
         return json.load(open(out))
 
@@ -49,8 +53,11 @@ def snapshot(cache, skip):
     return files
 
 
-def namespace(cache, path):
-    return os.path.join(cache, "c", hashlib.sha256(open(path, "rb").read()).hexdigest())
+def namespace(cache, candidate, task=TASK):
+    """<cache>/c/<sha256 of "<sha256 of the task>/<sha256 of the candidate>"> (candidate_files.h)."""
+    sha = lambda path: hashlib.sha256(open(path, "rb").read()).hexdigest()
+    key = hashlib.sha256(f"{sha(task)}/{sha(candidate)}".encode()).hexdigest()
+    return os.path.join(cache, "c", key)
 
 
 def check_hack(result, how):
@@ -88,6 +95,18 @@ def main():
         check(server.close() == 0, "the fork server ended cleanly")
         check(snapshot(cache, namespace(cache, HACK)) == before,
               "nothing in the cache outside the hack's namespace changed")
+
+        # A task of another tenant's choosing, paired with the victim's candidate, plants from
+        # the candidate's process: it lands in that pair's namespace, never in the victim's.
+        victim_before = snapshot(namespace(cache, VICTIM), "/nonexistent")
+        r = evaluate(args.eval, VICTIM, cache, task=PLANTING_TASK)
+        planted = [os.path.join(d, n) for d, _, ns in os.walk(cache) for n in ns
+                   if n.startswith("planted-by-task")]
+        check(len(planted) == 2 and all(p.startswith(namespace(cache, VICTIM, PLANTING_TASK) + os.sep)
+                                        for p in planted),
+              f"the planting task's files are in its own pair's namespace ({r['verdict']}): {planted}")
+        check(snapshot(namespace(cache, VICTIM), "/nonexistent") == victim_before,
+              "nothing in the victim's namespace changed")
 
         r = evaluate(args.eval, VICTIM, cache)
         st = os.stat(cubins[0])

@@ -1,5 +1,7 @@
-"""What the engine's script tests share: the checkout's root, the tiny ReLU task, and `check`,
-which prints PASS/FAIL for a named condition and exits 1 on the first failure."""
+"""What the engine's script tests share: the checkout's root, the tiny ReLU task, `check`,
+which prints PASS/FAIL for a named condition and exits 1 on the first failure, and
+`load_script`, which imports one of scripts/ as a module."""
+import importlib.util
 import os
 import sys
 
@@ -11,3 +13,11 @@ def check(cond, what):
     print(f"{'PASS' if cond else 'FAIL'} {what}", flush=True)
     if not cond:
         sys.exit(1)
+
+
+def load_script(name):
+    """scripts/<name>.py, imported as the module `name`."""
+    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, "scripts", name + ".py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

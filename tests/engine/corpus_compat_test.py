@@ -2,18 +2,13 @@
 order of GPU turns (a ready KernelBench turn before kforge's first passes, so KB children cannot
 hold every --kb-prefetch slot while kforge's turns take the budget: session 11, call 2), and
 the table of where the timing stage went."""
-import importlib.util
 import json
-import os
 
-SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "corpus_compat.py")
+from check_util import load_script
 
 
 def load_module():
-    spec = importlib.util.spec_from_file_location("corpus_compat", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("corpus_compat")
 
 
 def write_corpus(path):
@@ -53,6 +48,30 @@ def test_a_ready_kb_turn_goes_before_kforges_first_passes(tmp_path):
     run.enqueue("1_1", 0, "kforge repeat 1_1", round_=1)
     order = [run.gpu.get()[5] for _ in range(4)]
     assert order == ["kb 3_4", "kforge 1_1", "kforge 1_2", "kforge repeat 1_1"]
+
+
+def test_the_two_harnesses_alternate_while_both_have_turns_ready(tmp_path):
+    mod = load_module()
+    corpus = str(tmp_path / "c.jsonl")
+    write_corpus(corpus)
+    args = mod.parse_args(["--out", str(tmp_path / "o"), "--device", "cpu", "--corpus", corpus])
+    run = mod.Run(args, mod.load_corpus(corpus, set(), 0))
+    for name, kind, round_ in (("1_1", 0, 0), ("1_2", 0, 0), ("2_3", 1, 0), ("3_4", 1, 0),
+                               ("1_1", 0, 1)):
+        run.enqueue(name, kind, f"{('kforge', 'kb')[kind]} {name} r{round_}", round_=round_)
+    ready = []
+    while not run.gpu.empty():
+        ready.append(run.gpu.get_nowait())
+    order, last_kind, last_kforge = [], None, None
+    while ready:
+        item = mod.next_turn(ready, last_kind, last_kforge)
+        ready.remove(item)
+        order.append(item[5])
+        last_kind = item[2]
+        last_kforge = item[4] if item[2] == 0 else last_kforge
+    # KB first, then kforge after each KB turn, the repeat last (not after its own candidate's
+    # turn while something else was ready).
+    assert order == ["kb 2_3 r0", "kforge 1_1 r0", "kb 3_4 r0", "kforge 1_2 r0", "kforge 1_1 r1"]
 
 
 def test_the_timing_table_gives_each_part_and_the_rest():

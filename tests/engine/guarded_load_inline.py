@@ -1,6 +1,6 @@
 # kforge: dialect=kernelbench
-# ReLU whose CUDA extension is built only `if torch.cuda.is_available()`, as many released
-# candidates do (tests/engine/build_ahead_test.py): a GPU worker's build ahead, which sees no
+# ReLU whose CUDA extension is built only `if torch.cuda.is_available()` and the GPU's
+# capability is high enough, as many released candidates do (tests/engine/build_ahead_test.py): a GPU worker's build ahead, which sees no
 # GPU, must still build it, so the GPU's turn finds it in the cache.
 import torch
 import torch.nn as nn
@@ -28,7 +28,7 @@ torch::Tensor relu(torch::Tensor x) {
 """
 
 relu_ext = None
-if torch.cuda.is_available():
+if torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 7:
     relu_ext = load_inline(name="kforge_guarded_relu", cpp_sources=CPP_SOURCE,
                            cuda_sources=CUDA_SOURCE, functions=["relu"], verbose=False)
 
