@@ -462,6 +462,23 @@ def read_result(spec, log_path):
         return dict(status="harness_error", error=f"no result; log ends: {tail}")
 
 
+def remove_build_locks(root):
+    """Removes torch's extension build locks (`<build dir>/lock`) beneath `root`: torch's lock
+    is the file's existence, so a build killed at its limit leaves it and every later build of
+    that extension waits for it forever (KB's children use torch's lock; kforge's candidate
+    processes hold it with flock, gpu_worker/eval/build_failures.h). Call only while no build
+    beneath `root` runs. Returns how many were removed."""
+    removed = 0
+    for d, _, names in os.walk(root):
+        if "lock" in names:
+            try:
+                os.remove(os.path.join(d, "lock"))
+                removed += 1
+            except OSError:
+                pass
+    return removed
+
+
 def kb_prebuilder(run, todo, ready):
     """KB's own build_compile_cache in a subprocess per candidate, no GPU visible."""
     while not run.stopping.is_set() and run.left() > 0:
@@ -478,6 +495,8 @@ def kb_prebuilder(run, todo, ready):
             pass
         timed_out = p.poll() is None
         run.reap(p)
+        if timed_out:  # torch's lock of a killed build would make the GPU turn wait on it
+            remove_build_locks(spec["build_dir"])
         run.build_started(-1)
         res = (dict(ok=False, error="timeout") if timed_out else read_result(spec, log))
         run.update(c["name"], kb_prebuild=dict(ok=res.get("ok"), error=bounded(res.get("error")),
@@ -1039,6 +1058,10 @@ def main(argv):
     args = parse_args(argv)
     if args.fresh:
         shutil.rmtree(args.work_dir, ignore_errors=True)
+    elif os.path.isdir(args.work_dir):  # a kept work dir: builds killed at an earlier run's end
+        stale = remove_build_locks(args.work_dir)
+        if stale:
+            print(f"corpus_compat: removed {stale} stale build locks under {args.work_dir}")
     os.makedirs(args.cache_dir, exist_ok=True)
     os.makedirs(args.out, exist_ok=True)
     cands = load_corpus(args.corpus, args.only, args.limit, args.builds, args.skip)

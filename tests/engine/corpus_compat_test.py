@@ -74,6 +74,16 @@ def test_the_two_harnesses_alternate_while_both_have_turns_ready(tmp_path):
     assert order == ["kb 2_3 r0", "kforge 1_1 r0", "kb 3_4 r0", "kforge 1_2 r0", "kforge 1_1 r1"]
 
 
+def test_stale_build_locks_are_removed(tmp_path):
+    mod = load_module()
+    for rel in ("kb/1_1-abc/build/ext/lock", "kforge-cache/c/k/torch_extensions/ext/lock"):
+        (tmp_path / rel).parent.mkdir(parents=True)
+        (tmp_path / rel).write_text("")
+    (tmp_path / "kb/1_1-abc/build/ext/ext.so").write_text("")
+    assert mod.remove_build_locks(str(tmp_path)) == 2
+    assert not list(tmp_path.rglob("lock")) and (tmp_path / "kb/1_1-abc/build/ext/ext.so").exists()
+
+
 def test_the_timing_table_gives_each_part_and_the_rest():
     mod = load_module()
     stages = dict(timing_s=2.0, timing_device_s=0.5, timing_call_s=1.4, timing_inputs_s=0.3,
