@@ -19,6 +19,7 @@
 #include "gpu_worker/eval/device_preroll.h"
 #include "gpu_worker/eval/model_io.h"
 #include "gpu_worker/eval/python_runtime.h"
+#include "gpu_worker/eval/reference_share.h"
 #include "gpu_worker/eval/runtime_rules.h"
 #include "gpu_worker/eval/static_checks.h"
 #include "gpu_worker/eval/system_info.h"
@@ -57,6 +58,7 @@ constexpr double kCallMaxRelStderr = 0.01;
 constexpr BetweenProcesses kCallBetween{0.05, 0.025, 0.5};
 constexpr BetweenProcesses kDeviceBetween{0.005, 0.00025, 0.5};
 constexpr uint32_t kCalibrationCalls = 30;  // after 3 warm-up calls
+constexpr uint64_t kShareEvery = 4;  // a shared reference is timed in one of this many iterations
 constexpr double kMinCallMs = 1e-3;  // a call-clock sample is never below 1 us
 
 std::string FormatMs(double ms) {
@@ -1010,6 +1012,22 @@ class Evaluation {
       o.between = device ? kDeviceBetween : kCallBetween;
     // Each clock has half of the timing budget.
     o.time_cap_s = target_.cuda ? ctx_.timing_budget_s / 2 : ctx_.timing_budget_s;
+    // A shared reference (reference_share.h): timed in a secret one of kShareEvery sampled
+    // iterations, its outputs computed (untimed) in every other one, so every iteration's
+    // outputs are still checked.
+    const auto& shared =
+        device ? req_.shared_reference_device_ms() : req_.shared_reference_call_ms();
+    if (static_cast<size_t>(shared.size()) >= ReferenceShares::kMinSamples) {
+      o.shared_reference_ms.assign(shared.begin(), shared.end());
+      const uint64_t salt = device ? 40000 : 30000;
+      o.reference_timed = [this, salt](uint32_t i) {
+        return DeriveSeed(seed_, salt + i) % kShareEvery == 0;
+      };
+      o.reference_untimed = [&](int s) {
+        at::NoGradGuard g;
+        ref_out = ref_model_(*sets[s].ref);
+      };
+    }
     try {
       phase->out = TimeInterleaved(timed_ref, timed_cand, o, hooks);
     } catch (const std::runtime_error& e) {
@@ -1017,6 +1035,18 @@ class Evaluation {
       phase->note = std::string("not used: ") + e.what();  // too few of the reference's spans
     }
     NoteDeviceMemory();  // the timing's inputs and outputs still held
+    phase->out.reference.set_shared_samples(phase->out.shared_reference_used);
+    std::string share_note = phase->out.shared_reference_note;
+    if (phase->out.shared_reference_used > 0) {
+      share_note = "the reference's " + std::to_string(phase->out.shared_reference_used) +
+                   " samples shared from an evaluation " +
+                   FormatMs(std::round(req_.shared_reference_age_s())) +
+                   " s earlier on this slot, with " + std::to_string(phase->out.ref.ms.size()) +
+                   " new ones";
+    }
+    if (!share_note.empty()) {
+      phase->out.clock_note += (phase->out.clock_note.empty() ? "" : "; ") + share_note;
+    }
     if (!device) {
       for (double ms : phase->out.ref.ms) parts.reference += ms / 1000;
       for (double ms : phase->out.cand.ms) parts.candidate += ms / 1000;

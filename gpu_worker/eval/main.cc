@@ -21,11 +21,12 @@
 #include <sstream>
 #include <string>
 
+#include "common/result_json.h"
 #include "gpu_worker/eval/baseline.h"
 #include "gpu_worker/eval/engine.h"
 #include "gpu_worker/eval/engine_paths.h"
+#include "gpu_worker/eval/reference_share.h"
 #include "gpu_worker/eval/serve.h"
-#include "common/result_json.h"
 #include "gpu_worker/eval/static_checks.h"
 #include "gpu_worker/eval/supervisor.h"
 
@@ -200,6 +201,7 @@ int main(int argc, char** argv) {
   eval::EngineContext ctx;
   ctx.process_start = process_start;
   ctx.cache_dir = cache_dir;
+  eval::ClearSharedReference(&req);  // only a fork server shares (reference_share.h)
   v1::EvalResult result = eval::EvaluateSupervised(req, ctx);
   std::string json = ResultToJson(result);
   if (flags.count("result-pb") && !WriteFile(flags["result-pb"], result.SerializeAsString())) {

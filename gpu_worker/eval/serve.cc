@@ -17,6 +17,7 @@
 #include "common/dialect.h"
 #include "common/result_json.h"
 #include "gpu_worker/eval/python_runtime.h"
+#include "gpu_worker/eval/reference_share.h"
 
 namespace py = pybind11;
 
@@ -135,6 +136,13 @@ int Serve(const ServeOptions& options) {
   }
   EngineContext context;
   context.cache_dir = options.cache_dir;
+  // The reference's timings per task, shared between the slot's evaluations (reference_share.h):
+  // KFORGE_SHARE_REFERENCE in the server's environment, "device" (the default: the device
+  // clock's), "all" (the call clock's too) or "off".
+  const char* share_env = std::getenv("KFORGE_SHARE_REFERENCE");
+  const std::string share_mode = share_env && *share_env ? share_env : "device";
+  const bool share = share_mode != "off";
+  ReferenceShares shares(share_mode == "all");
   for (;;) {
     std::string frame;
     FrameStatus s = ReadFrame(in_fd, &frame);
@@ -170,7 +178,16 @@ tempfile.tempdir = None
 )",
                  scope);
       };
+      bool client_keeps_samples = request.keep_samples();
+      if (share) {
+        client_keeps_samples = shares.Prepare(&request, context.process_start);
+      } else {
+        ClearSharedReference(&request);
+      }
       result = EvaluateSupervised(request, context, hooks);
+      if (share) {
+        shares.Record(request, client_keeps_samples, &result, std::chrono::steady_clock::now());
+      }
     }
     std::string answer =
         options.json_results ? ResultToJson(result) : result.SerializeAsString();

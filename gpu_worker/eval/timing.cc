@@ -465,6 +465,68 @@ void Add(const Sample& s, bool is_reference, ProgramSamples* p) {
 
 }  // namespace
 
+namespace {
+
+// TimingOptions::shared_reference_ms, during one TimeInterleaved.
+class SharedReference {
+ public:
+  explicit SharedReference(const TimingOptions& o)
+      : o_(o),
+        shared_(o.shared_reference_ms),
+        on_(!shared_.empty() && o.reference_timed && o.reference_untimed) {
+    if (!on_) shared_.clear();
+  }
+
+  // Whether sampled iteration `i` times the reference.
+  bool TimesReference(uint32_t i) const { return !on_ || o_.reference_timed(i); }
+
+  // After each new reference sample (and at the end): once enough are in, drops the shared
+  // samples if the new ones' median has drifted from theirs.
+  void Check(const std::vector<double>& fresh) {
+    if (!on_ || checked_ || fresh.size() < kDriftSamples) return;
+    checked_ = true;
+    const double was = Median(shared_), now = Median(fresh);
+    const double tolerance = std::max(kDriftTolerance, 3 * RelStderrOfMedian(shared_));
+    if (was > 0 && std::abs(now / was - 1) <= tolerance) return;
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "the shared reference was dropped: its median %.4g ms, %zu new samples' %.4g ms "
+                  "(more than %.1f%% apart); the reference was timed in every iteration after",
+                  was, fresh.size(), now, 100 * tolerance);
+    note_ = buf;
+    on_ = false;
+    shared_.clear();
+  }
+
+  // The samples the statistics use: the shared ones while they are kept, then the new ones.
+  std::vector<double> Pooled(const std::vector<double>& fresh) const {
+    if (!on_) return fresh;
+    std::vector<double> all = shared_;
+    all.insert(all.end(), fresh.begin(), fresh.end());
+    return all;
+  }
+
+  // The stop rule also waits for the drift check.
+  bool EnoughNew(const std::vector<double>& fresh) const {
+    return !on_ || fresh.size() >= kDriftSamples;
+  }
+
+  uint32_t used() const { return on_ ? static_cast<uint32_t>(shared_.size()) : 0; }
+  const std::string& note() const { return note_; }
+
+ private:
+  static constexpr size_t kDriftSamples = 8;
+  static constexpr double kDriftTolerance = 0.02;
+
+  const TimingOptions& o_;
+  std::vector<double> shared_;
+  bool on_;
+  bool checked_ = false;
+  std::string note_;
+};
+
+}  // namespace
+
 TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate,
                               const TimingOptions& o, const IterationHooks& hooks) {
   Sampler sampler(o);
@@ -501,12 +563,18 @@ TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate
   auto start = Clock::now();
   bool cand_drained = false;  // the candidate's samples without the pre-roll (see below)
   bool converged = false;     // the stop rule, not a cap, ended the sampling
+  SharedReference shared(o);
   for (uint32_t i = 0; i < o.max_samples; ++i) {
     const int set = set_for();
     bool ref_first = (i % 2) == 0;
+    const bool time_ref = shared.TimesReference(i);
     for (int k = 0; k < 2; ++k) {
       bool is_ref = (k == 0) == ref_first;
       if (!is_ref && !has_candidate) continue;
+      if (is_ref && !time_ref) {
+        o.reference_untimed(set);  // its outputs, for the checks; the next sample drains first
+        continue;
+      }
       Sample s = sampler.Run(is_ref ? reference : candidate, set, is_ref || !cand_drained);
       if (s.event_fallback && !is_ref && !cand_drained && sampler.preroll_ms() > 0) {
         // The events do not see what ran beside the pre-roll: from the next iteration on the
@@ -523,8 +591,12 @@ TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate
       Add(s, is_ref, is_ref ? &out.ref : &out.cand);
     }
     if (!checked()) return out;
-    bool enough = out.ref.ms.size() >= o.min_samples && PreciseEnough(out.ref.ms, o) &&
-                  (!has_candidate || PreciseEnough(out.cand.ms, o));
+    if (time_ref) shared.Check(out.ref.ms);
+    const std::vector<double> ref_ms = shared.Pooled(out.ref.ms);
+    bool enough =
+        ref_ms.size() >= o.min_samples && PreciseEnough(ref_ms, o) &&
+        shared.EnoughNew(out.ref.ms) &&
+        (!has_candidate || (out.cand.ms.size() >= o.min_samples && PreciseEnough(out.cand.ms, o)));
     if (enough) {
       converged = true;
       break;
@@ -540,9 +612,12 @@ TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate
         std::to_string(out.ref.event_fallbacks) + " of " +
         std::to_string(out.ref.event_fallbacks + out.ref.ms.size()) + " samples)");
   }
+  shared.Check(out.ref.ms);
   out.clock_note = sampler.clock_note();
   out.preroll_ms = sampler.preroll_ms();
-  out.reference = Summarise(out.ref.ms);
+  out.reference = Summarise(shared.Pooled(out.ref.ms));
+  out.shared_reference_used = shared.used();
+  out.shared_reference_note = shared.note();
   out.candidate = Summarise(out.cand.ms);
   out.reference.set_event_fallbacks(out.ref.event_fallbacks);
   out.candidate.set_event_fallbacks(out.cand.event_fallbacks);

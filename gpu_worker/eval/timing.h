@@ -65,6 +65,9 @@ const char* TimingClockName(TimingClock clock);
 // (a factor of e^max_sd: for programs of a few microseconds the fixed part would otherwise say
 // more than the repeats show). Measured per clock on the H200 (engine.cc); all 0 where nothing
 // was measured (CPU mode).
+// Runs one program on input set `set`.
+using Program = std::function<void(int set)>;
+
 struct BetweenProcesses {
   double rel = 0;     // the part proportional to the times (of the speedup's log)
   double abs_ms = 0;  // a fixed time by which each program's median moves
@@ -97,10 +100,18 @@ struct TimingOptions {
   TimingClock clock = TimingClock::kActivity;
   bool require_clock = false;
   std::function<double()> reported;  // kReported: the sample the program just took
+  // A shared reference (docs/evaluation.md, "Sharing the reference"): the reference's samples
+  // from an earlier evaluation of the same task on this slot. With them, a sampled iteration
+  // times the reference only where `reference_timed(i)` (i counts sampled iterations from 0)
+  // and otherwise runs `reference_untimed` (its outputs, for the checks; no flush, no
+  // sample); the stop rule and the statistics use the shared samples and the new ones
+  // together. Once `kDriftSamples` new samples are in, their median is compared with the
+  // shared ones': outside max(2%, three of the shared median's standard errors) the shared
+  // samples are dropped and the reference is timed in every iteration from then on.
+  std::vector<double> shared_reference_ms;
+  std::function<bool(uint32_t)> reference_timed;
+  Program reference_untimed;
 };
-
-// Runs one program on input set `set`.
-using Program = std::function<void(int set)>;
 
 // Optional calls around each iteration (one warm-up pair, or one sampled pair, numbered from 0
 // over warm-up and sampling alike), outside every timed region. `before` prepares the
@@ -130,6 +141,11 @@ struct TimingOutcome {
   bool hidden_work = false;   // the candidate's tail far exceeds the reference's
   std::string hidden_work_detail;
   int64_t stopped_at = -1;  // the iteration whose `after` hook stopped the timing (-1: none)
+  // With TimingOptions::shared_reference_ms: how many of them `reference` counts besides the
+  // new samples (`ref.ms` holds only the new ones), or 0 where they were dropped
+  // (`shared_reference_note` says why).
+  uint32_t shared_reference_used = 0;
+  std::string shared_reference_note;
 };
 
 // An empty `candidate` times the reference alone (baselines). Without `hooks.before`, every

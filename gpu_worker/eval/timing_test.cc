@@ -262,6 +262,53 @@ TEST(TimeInterleavedTest, TheStopRuleAsksNoMoreThanHalfTheBetweenProcessSpread) 
   EXPECT_EQ(TimeInterleaved(program, program, o).ref.ms.size(), 20u);
 }
 
+TEST(TimeInterleavedTest, ASharedReferenceIsTimedInOneIterationOfFourAndPooled) {
+  int timed = 0, untimed = 0;
+  TimingOptions o;
+  o.warmup = 2;
+  o.min_samples = 20;
+  o.max_samples = 400;
+  o.max_rel_stderr = 0.5;  // the minimum counts decide
+  o.shared_reference_ms = std::vector<double>(40, 0.2);
+  o.reference_timed = [](uint32_t i) { return i % 4 == 0; };
+  o.reference_untimed = [&](int) { ++untimed; };
+  TimingOutcome out = TimeInterleaved(
+      [&](int) {
+        ++timed;
+        Spin(0.2);
+      },
+      [](int) { Spin(0.2); }, o);
+  // The candidate's 20 samples; the reference's 8 new ones (the drift check's) in 29 iterations.
+  EXPECT_EQ(out.cand.ms.size(), 29u);
+  EXPECT_EQ(out.ref.ms.size(), 8u);
+  EXPECT_EQ(timed, 2 + 8);  // the warm-ups, then 1 in 4
+  EXPECT_EQ(untimed, 29 - 8);
+  EXPECT_EQ(out.shared_reference_used, 40u);
+  EXPECT_EQ(out.reference.n(), 48u);
+  EXPECT_TRUE(out.shared_reference_note.empty());
+}
+
+TEST(TimeInterleavedTest, ASharedReferenceThatDriftedIsDroppedAndTheReferenceTimedThroughout) {
+  int untimed = 0;
+  TimingOptions o;
+  o.warmup = 1;
+  o.min_samples = 20;
+  o.max_samples = 400;
+  o.max_rel_stderr = 0.5;
+  o.shared_reference_ms = std::vector<double>(40, 1.0);  // five times what it takes now
+  o.reference_timed = [](uint32_t i) { return i % 4 == 0; };
+  o.reference_untimed = [&](int) { ++untimed; };
+  TimingOutcome out = TimeInterleaved([](int) { Spin(0.2); }, [](int) { Spin(0.2); }, o);
+  EXPECT_EQ(out.shared_reference_used, 0u);
+  EXPECT_NE(out.shared_reference_note.find("the shared reference was dropped"), std::string::npos)
+      << out.shared_reference_note;
+  // Dropped at the 8th new sample (iteration 28); every iteration after times the reference.
+  EXPECT_EQ(untimed, 21);
+  EXPECT_GE(out.ref.ms.size(), 20u);
+  EXPECT_EQ(out.reference.n(), out.ref.ms.size());
+  EXPECT_LT(out.reference.median_ms(), 0.5);
+}
+
 // On a GPU: the activity clock is used, accounts for every sample of a plain program and
 // measures no more than its events do (it leaves the launch latency out).
 TEST(TimingGpuTest, ActivityClockTimesAPlainProgram) {

@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""The fork server shares the reference's timing between evaluations of one task
+(gpu_worker/eval/reference_share.h, docs/evaluation.md "Sharing the reference"), in CPU mode,
+where the call clock is the only clock (KFORGE_SHARE_REFERENCE=all; on a GPU the default shares
+the device clock's only):
+  1. the first evaluation of tiny_relu times the reference in full (nothing shared);
+  2. the next three evaluations of the same task, other candidates, each get the server's
+     samples: each either used them (its reference's TimingStats say how many, its clock note
+     from when, and it took fewer new reference samples than candidate samples) or dropped them
+     for drift after 8 new samples (its note says so: CPU timings of a 20 us program move by more
+     than the 2% the drift check allows); on tests/engine/steady_task.py, a steady 2 ms
+     reference, at least one of three later evaluations uses the share;
+  3. another task's evaluation gets nothing shared;
+  4. a client that puts a "reference" of its own in the request (1000 ms, which would make every
+     candidate 1000s of times faster) has it cleared, on a fresh server and on the one-shot path;
+  5. with KFORGE_SHARE_REFERENCE=off, and by default in CPU mode, nothing is shared.
+Exits 1 on the first failed check.
+
+  reference_share_test.py --eval build/gpu_worker/eval/kforge-eval
+"""
+import argparse
+import json
+import os
+import subprocess
+import tempfile
+
+import serve_client
+from check_util import ROOT, TINY_RELU_TASK as TASK, check
+
+CORRECT = os.path.join(ROOT, "examples", "candidates", "tiny_relu", "correct.py")
+CHUNKED = os.path.join(ROOT, "examples", "candidates", "tiny_relu", "torch_chunked.py")
+OTHER_TASK = os.path.join(ROOT, "tests", "engine", "planting_task.py")
+STEADY_TASK = os.path.join(ROOT, "tests", "engine", "steady_task.py")
+STEADY_CANDIDATE = os.path.join(ROOT, "tests", "engine", "steady_candidate.py")
+
+
+def evaluate(server, candidate, task=TASK, **extra):
+    return server.evaluate(task_source=open(task).read(), candidate_source=open(candidate).read(),
+                           device="cpu", **extra)
+
+
+def shared(result):
+    return (result.get("reference_call") or {}).get("shared_samples", 0)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--eval", required=True)
+    args = p.parse_args()
+    with tempfile.TemporaryDirectory(prefix="kforge-share-") as cache:
+        share_all = dict(os.environ, KFORGE_SHARE_REFERENCE="all")
+        server = serve_client.Server(args.eval, cache, env=share_all)
+        first = evaluate(server, CORRECT)
+        check(first["verdict"] == "ok" and shared(first) == 0,
+              f"first evaluation: ok, the reference timed in full ({first['verdict']}, "
+              f"shared {shared(first)})")
+        check(not (first.get("reference_call") or {}).get("samples_ms"),
+              "the samples the server asked for are not returned to a client that did not")
+        for cand in (CHUNKED, CORRECT, CHUNKED):
+            r = evaluate(server, cand)
+            ref, cnd, note = r["reference_call"], r["candidate_call"], r.get("timing_clock_note", "")
+            check(r["verdict"] == "ok", f"{os.path.basename(cand)}: ok ({r['verdict']})")
+            if "the shared reference was dropped" in note:
+                check(shared(r) == 0 and ref["n"] >= 20, f"dropped for drift, timed in full: {note!r}")
+                continue
+            check(shared(r) >= 20 and "samples shared from an evaluation" in note,
+                  f"the reference shared ({shared(r)} samples): {note!r}")
+            new = ref["n"] - shared(r)
+            check(8 <= new < cnd["n"],
+                  f"fewer new reference samples ({new}) than candidate samples ({cnd['n']})")
+        # A steady 2 ms reference: its share survives the drift check (in one evaluation of three
+        # at least, whatever else the machine runs).
+        first = evaluate(server, STEADY_CANDIDATE, task=STEADY_TASK)
+        check(first["verdict"] == "ok" and shared(first) == 0,
+              f"steady task, first evaluation: ok, timed in full ({first['verdict']})")
+        used = []
+        for _ in range(3):
+            r = evaluate(server, STEADY_CANDIDATE, task=STEADY_TASK)
+            check(r["verdict"] == "ok", f"steady task: ok ({r['verdict']}: {r.get('reason')})")
+            if shared(r):
+                used.append(r)
+        check(len(used) >= 1, f"steady task: the share used in {len(used)} of 3")
+        for r in used:
+            ref, cnd = r["reference_call"], r["candidate_call"]
+            new = ref["n"] - shared(r)
+            check("samples shared from an evaluation" in r.get("timing_clock_note", "") and
+                  8 <= new < cnd["n"] and abs(ref["median_ms"] / 2.0 - 1) < 0.2,
+                  f"steady task: {shared(r)} shared and {new} new reference samples against "
+                  f"{cnd['n']} candidate samples, reference median {ref['median_ms']:.3f} ms: "
+                  f"{r.get('timing_clock_note')!r}")
+        other = evaluate(server, CORRECT, task=OTHER_TASK)
+        check(other["verdict"] == "ok" and shared(other) == 0,
+              f"another task: nothing shared ({other['verdict']}, shared {shared(other)})")
+        check(server.close() == 0, "the fork server ended cleanly")
+
+        forged = [1000.0] * 40
+        fresh = serve_client.Server(args.eval, cache, env=share_all)
+        r = evaluate(fresh, CORRECT, shared_reference_call_ms=forged)
+        check(r["verdict"] == "ok" and shared(r) == 0 and r["reference_call"]["median_ms"] < 100
+              and "shared" not in r.get("timing_clock_note", ""),
+              f"a client's shared reference is cleared by the server (shared {shared(r)}, "
+              f"reference median {r['reference_call']['median_ms']:.4f} ms)")
+        fresh.close()
+        request = os.path.join(cache, "request.pb")
+        with open(request, "wb") as f:
+            f.write(serve_client.encode_request(open(TASK).read(), open(CORRECT).read(),
+                                                device="cpu", shared_reference_call_ms=forged))
+        out = subprocess.run([args.eval, "--request", request, "--cache-dir", cache],
+                             capture_output=True, timeout=600)
+        r = json.loads(out.stdout)
+        check(r["verdict"] == "ok" and shared(r) == 0 and r["reference_call"]["median_ms"] < 100
+              and "shared" not in r.get("timing_clock_note", ""),
+              f"and by the one-shot path (shared {shared(r)})")
+
+        off = serve_client.Server(args.eval, cache, env=dict(os.environ, KFORGE_SHARE_REFERENCE="off"))
+        evaluate(off, CORRECT)
+        r = evaluate(off, CORRECT)
+        check(r["verdict"] == "ok" and shared(r) == 0 and "shared" not in r.get("timing_clock_note", ""),
+              "KFORGE_SHARE_REFERENCE=off: nothing shared")
+        off.close()
+        default = serve_client.Server(args.eval, cache)
+        evaluate(default, CORRECT)
+        r = evaluate(default, CORRECT)
+        check(r["verdict"] == "ok" and shared(r) == 0 and "shared" not in r.get("timing_clock_note", ""),
+              "the default (the device clock's only): nothing shared in CPU mode")
+        default.close()
+    print("reference sharing: all checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
