@@ -248,6 +248,9 @@ def kforge_env(args, build_ahead):
         env.setdefault("TORCH_CUDA_ARCH_LIST", args.torch_arch_list)
     if build_ahead:
         env["CUDA_VISIBLE_DEVICES"] = ""
+    # The fork server's shared reference (gpu_worker/eval/reference_share.h): off unless asked,
+    # so that each --repeats evaluation times its reference itself, as the spread asks.
+    env["KFORGE_SHARE_REFERENCE"] = args.share_reference
     return env
 
 
@@ -1021,6 +1024,9 @@ def parse_args(argv):
                    help="KB eval children started ahead of their GPU turn")
     p.add_argument("--kb-timeout", type=float, default=150,
                    help="seconds for one KB build, and for one KB evaluation's GPU turn")
+    p.add_argument("--share-reference", choices=("off", "device", "all"), default="off",
+                   help="KFORGE_SHARE_REFERENCE for kforge's fork server (default off: repeats "
+                        "time their reference themselves; a worker's default is device)")
     p.add_argument("--repeats", type=int, default=1,
                    help="evaluations of each candidate kforge judged ok in the first pass, "
                         "the first included (the N-1 more are interleaved across candidates)")
