@@ -1071,9 +1071,10 @@ class Evaluation {
       } else {
         std::string& note = phase->out.clock_note;
         if (preroll.dropped() > 0) {
-          note = std::to_string(preroll.dropped()) +
-                 " late samples left out (the host still launched after the pre-roll ended; the "
-                 "pre-roll grew to " + FormatMs(preroll.preroll_ms()) + " ms)";
+          note += (note.empty() ? "" : "; ") + std::to_string(preroll.dropped()) +
+                  " late samples left out (the host still launched after the pre-roll ended; "
+                  "the pre-roll grew to " +
+                  FormatMs(preroll.preroll_ms()) + " ms)";
         }
         if (preroll.late_kept_ms() > 0.05) {
           note += (note.empty() ? "" : "; ") + std::string("the host still launched ") +

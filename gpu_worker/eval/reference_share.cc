@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "common/base/sha256.h"
+#include "gpu_worker/eval/timing.h"
 
 namespace kforge::eval {
 namespace {
@@ -16,6 +17,7 @@ void DropSamples(v1::TimingStats* t) {
   t->clear_lat_samples_ms();
   t->clear_span_samples_ms();
   t->clear_host_samples_ms();
+  t->clear_input_sets();  // set with the samples (KeepSamples)
 }
 
 }  // namespace
@@ -30,7 +32,8 @@ std::string ReferenceShares::Key(const v1::EvalRequest& request, const char* clo
   std::ostringstream k;
   k << clock << '|' << Sha256Hex(request.task_source()) << '|' << request.device() << '|'
     << request.min_samples() << '|' << request.max_rel_stderr() << '|'
-    << request.timing_preroll_ms() << '|' << request.limits().timing_s();
+    << request.timing_preroll_ms() << '|' << request.limits().timing_s() << '|'
+    << (request.policy().empty() ? "runtime" : request.policy());
   return k.str();
 }
 
@@ -64,9 +67,14 @@ void ReferenceShares::Record(const v1::EvalRequest& request, bool client_keeps_s
                              v1::EvalResult* result, Clock::time_point now) {
   if (result->verdict() == v1::VERDICT_OK && !request.build_only()) {
     for (const char* clock : {"call", "device"}) {
+      if (clock[0] == 'c' && !share_call_) continue;
       const v1::TimingStats& ref =
           clock[0] == 'c' ? result->reference_call() : result->reference_device();
-      if (ref.shared_samples() != 0 || static_cast<size_t>(ref.samples_ms_size()) < kMinSamples) {
+      // Only a measurement the stop rule ended, in full and precise: a noisy one (a candidate
+      // that disturbed the reference's samples, say) is not handed to other evaluations.
+      if (ref.shared_samples() != 0 || ref.capped() ||
+          static_cast<size_t>(ref.samples_ms_size()) < kMinSamples ||
+          RelStderrOfMedian({ref.samples_ms().begin(), ref.samples_ms().end()}) > kMaxRelStderr) {
         continue;
       }
       if (entries_.size() >= kMaxEntries) {  // the oldest goes

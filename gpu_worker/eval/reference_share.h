@@ -3,8 +3,9 @@
 // for each candidate.
 //
 // The server is trusted (no candidate code runs in it) and sees every request and result of its
-// slot. Per task (SHA-256 of its source) and timing settings (device, min_samples,
-// max_rel_stderr, the device clock's starting pre-roll, the timing budget) and per clock it
+// slot. Per task (SHA-256 of its source), timing settings (device, min_samples,
+// max_rel_stderr, the device clock's starting pre-roll, the timing budget) and policy, and per
+// clock it
 // keeps the reference's samples from the last evaluation that timed the reference in full
 // itself. Only the device clock's are shared by default: between processes the call clock's
 // medians move by some 25 us (the host's speed in that process, the hop), the reference's and
@@ -14,7 +15,8 @@
 // within kMaxAgeS, then lapses, and the next evaluation measures the reference in full again
 // and renews it (as does one whose judge dropped the shared samples for drift). The evaluation
 // process (the judge) gets the samples in EvalRequest.shared_reference_* and still times the
-// reference in some iterations to catch drift (timing.h, TimingOptions::shared_reference_ms).
+// reference in some iterations, to drop the share if it drifted (timing.h,
+// TimingOptions::shared_reference_ms).
 // Outputs are never shared: the reference computes every iteration's outputs as before.
 //
 // Prepare clears whatever the client put in those fields (a tenant cannot hand the judge a
@@ -47,15 +49,18 @@ class ReferenceShares {
   static constexpr int kMaxUses = 16;
   static constexpr size_t kMinSamples = 20;  // fewer: nothing shared
   static constexpr size_t kMaxEntries = 256;
+  // A reference measurement is kept only below this relative standard error of its median.
+  static constexpr double kMaxRelStderr = 0.01;
 
   // Before the request goes to its evaluation: clears its shared_reference_*, fills them from
   // fresh entries for its key (each counts a use), and sets keep_samples. Returns whether the
   // client had asked for the samples itself.
   bool Prepare(v1::EvalRequest* request, Clock::time_point now);
 
-  // After: each clock whose reference this result timed in full itself (an ok result, no
-  // shared samples, at least kMinSamples) becomes that clock's entry; then, unless
-  // `client_keeps_samples`, every sample is dropped from the result.
+  // After: each shared clock whose reference this result timed in full itself (an ok result,
+  // no shared samples, at least kMinSamples, not capped, its median's relative standard error
+  // at most kMaxRelStderr) becomes that clock's entry; then, unless `client_keeps_samples`,
+  // every sample is dropped from the result.
   void Record(const v1::EvalRequest& request, bool client_keeps_samples, v1::EvalResult* result,
               Clock::time_point now);
 

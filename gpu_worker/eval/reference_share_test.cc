@@ -77,6 +77,11 @@ TEST(ReferenceSharesTest, AFullMeasurementIsSharedWithTheSameTaskAndSettingsOnly
   for (v1::EvalRequest other : {Request("another task"),
                                 [] {
                                   v1::EvalRequest r = Request();
+                                  r.set_policy("strict");
+                                  return r;
+                                }(),
+                                [] {
+                                  v1::EvalRequest r = Request();
                                   r.set_device("cuda:1");
                                   return r;
                                 }(),
@@ -135,11 +140,17 @@ TEST(ReferenceSharesTest, OnlyAnOkResultWithEnoughSamplesOfItsOwnIsKept) {
   shares.Record(r, false, &wrong, t0);
   v1::EvalResult few = OkResult(ReferenceShares::kMinSamples - 1, 0.25);
   shares.Record(r, false, &few, t0);
+  v1::EvalResult capped = OkResult(30, 0.25);
+  capped.mutable_reference_device()->set_capped(true);
+  shares.Record(r, false, &capped, t0);
+  v1::EvalResult noisy = OkResult(30, 0.25);  // a disturbed reference: samples 0-2.9 ms
+  for (int i = 0; i < 30; ++i) noisy.mutable_reference_device()->set_samples_ms(i, 0.1 * i);
+  shares.Record(r, false, &noisy, t0);
   EXPECT_EQ(shares.size(), 0u);
   v1::EvalResult kept = OkResult(30, 0.25);
   shares.Record(r, /*client_keeps_samples=*/true, &kept, t0);
   EXPECT_EQ(kept.reference_call().samples_ms_size(), 30);  // the client asked for them
-  EXPECT_EQ(shares.size(), 2u);
+  EXPECT_EQ(shares.size(), 1u);  // the device clock's (the call clock's is not shared)
 }
 
 }  // namespace

@@ -140,7 +140,14 @@ int Serve(const ServeOptions& options) {
   // KFORGE_SHARE_REFERENCE in the server's environment, "device" (the default: the device
   // clock's), "all" (the call clock's too) or "off".
   const char* share_env = std::getenv("KFORGE_SHARE_REFERENCE");
-  const std::string share_mode = share_env && *share_env ? share_env : "device";
+  std::string share_mode = share_env && *share_env ? share_env : "device";
+  if (share_mode != "device" && share_mode != "all" && share_mode != "off") {
+    std::fprintf(stderr,
+                 "kforge-eval --serve: KFORGE_SHARE_REFERENCE=%s is not device, all or off; "
+                 "nothing is shared\n",
+                 share_mode.c_str());
+    share_mode = "off";
+  }
   const bool share = share_mode != "off";
   ReferenceShares shares(share_mode == "all");
   for (;;) {

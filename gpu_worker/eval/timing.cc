@@ -69,6 +69,9 @@ constexpr double kZ = 1.96;
 // error may keep: at half, the order-statistic intervals of both medians widen the interval a
 // repeat falls in by about 12% over exact medians.
 constexpr double kStopShareOfBetween = 0.5;
+// ... but never more than this: the point speedup is what rewards and leaderboards use, and a
+// median known to 25% (a few-microsecond program on the call clock) would reward resubmitting.
+constexpr double kMaxStopRelStderr = 0.03;
 
 // The distribution-free 95% confidence interval of the median of sorted `v` (n >= 3): the
 // order statistics at ranks n/2 -+ 1.96 sqrt(n)/2 (normal approximation of Binomial(n, 1/2)).
@@ -437,7 +440,8 @@ bool PreciseEnough(const std::vector<double>& ms, const TimingOptions& o) {
   if (o.between.rel <= 0 && o.between.abs_ms <= 0) return false;
   std::vector<double> sorted = ms;
   std::sort(sorted.begin(), sorted.end());
-  return rse < kStopShareOfBetween * o.between.ProgramSd(MedianOfSorted(sorted));
+  return rse < std::min(kMaxStopRelStderr,
+                        kStopShareOfBetween * o.between.ProgramSd(MedianOfSorted(sorted)));
 }
 
 void Add(const Sample& s, bool is_reference, ProgramSamples* p) {
@@ -477,25 +481,28 @@ class SharedReference {
     if (!on_) shared_.clear();
   }
 
-  // Whether sampled iteration `i` times the reference.
-  bool TimesReference(uint32_t i) const { return !on_ || o_.reference_timed(i); }
+  // Whether sampled iteration `i` times the reference, `fresh` new samples in: every one until
+  // kDriftSamples are in, then the chosen ones.
+  bool TimesReference(uint32_t i, size_t fresh) const {
+    return !on_ || fresh < kDriftSamples || o_.reference_timed(i);
+  }
 
-  // After each new reference sample (and at the end): once enough are in, drops the shared
-  // samples if the new ones' median has drifted from theirs.
+  // At the end: drops the shared samples if the new ones are too few to compare (the time cap
+  // came first) or their median has drifted from theirs by more than kDriftTolerance; the
+  // statistics are then the new samples' alone.
   void Check(const std::vector<double>& fresh) {
-    if (!on_ || checked_ || fresh.size() < kDriftSamples) return;
-    checked_ = true;
+    if (!on_) return;
+    if (fresh.size() < kDriftSamples) {
+      Drop("only " + std::to_string(fresh.size()) + " new samples, too few to compare");
+      return;
+    }
     const double was = Median(shared_), now = Median(fresh);
-    const double tolerance = std::max(kDriftTolerance, 3 * RelStderrOfMedian(shared_));
-    if (was > 0 && std::abs(now / was - 1) <= tolerance) return;
-    char buf[256];
+    if (was > 0 && std::abs(now / was - 1) <= kDriftTolerance) return;
+    char buf[160];
     std::snprintf(buf, sizeof buf,
-                  "the shared reference was dropped: its median %.4g ms, %zu new samples' %.4g ms "
-                  "(more than %.1f%% apart); the reference was timed in every iteration after",
-                  was, fresh.size(), now, 100 * tolerance);
-    note_ = buf;
-    on_ = false;
-    shared_.clear();
+                  "its median %.4g ms, the %zu new samples' %.4g ms (more than %.1f%% apart)", was,
+                  fresh.size(), now, 100 * kDriftTolerance);
+    Drop(buf);
   }
 
   // The samples the statistics use: the shared ones while they are kept, then the new ones.
@@ -515,13 +522,21 @@ class SharedReference {
   const std::string& note() const { return note_; }
 
  private:
+  void Drop(const std::string& why) {
+    note_ = "the shared reference was dropped: " + why + "; the reference's own samples only";
+    on_ = false;
+    shared_.clear();
+  }
+
   static constexpr size_t kDriftSamples = 8;
-  static constexpr double kDriftTolerance = 0.02;
+  // Below the device clock's whole between-process allowance for a repeat (about +-1.4% for
+  // programs of 50 us and more), so a share that passes cannot move a speedup out of its
+  // interval by itself.
+  static constexpr double kDriftTolerance = 0.01;
 
   const TimingOptions& o_;
   std::vector<double> shared_;
   bool on_;
-  bool checked_ = false;
   std::string note_;
 };
 
@@ -567,7 +582,7 @@ TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate
   for (uint32_t i = 0; i < o.max_samples; ++i) {
     const int set = set_for();
     bool ref_first = (i % 2) == 0;
-    const bool time_ref = shared.TimesReference(i);
+    const bool time_ref = shared.TimesReference(i, out.ref.ms.size());
     for (int k = 0; k < 2; ++k) {
       bool is_ref = (k == 0) == ref_first;
       if (!is_ref && !has_candidate) continue;
@@ -591,7 +606,6 @@ TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate
       Add(s, is_ref, is_ref ? &out.ref : &out.cand);
     }
     if (!checked()) return out;
-    if (time_ref) shared.Check(out.ref.ms);
     const std::vector<double> ref_ms = shared.Pooled(out.ref.ms);
     bool enough =
         ref_ms.size() >= o.min_samples && PreciseEnough(ref_ms, o) &&

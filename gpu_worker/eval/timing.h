@@ -101,13 +101,12 @@ struct TimingOptions {
   bool require_clock = false;
   std::function<double()> reported;  // kReported: the sample the program just took
   // A shared reference (docs/evaluation.md, "Sharing the reference"): the reference's samples
-  // from an earlier evaluation of the same task on this slot. With them, a sampled iteration
-  // times the reference only where `reference_timed(i)` (i counts sampled iterations from 0)
-  // and otherwise runs `reference_untimed` (its outputs, for the checks; no flush, no
-  // sample); the stop rule and the statistics use the shared samples and the new ones
-  // together. Once `kDriftSamples` new samples are in, their median is compared with the
-  // shared ones': outside max(2%, three of the shared median's standard errors) the shared
-  // samples are dropped and the reference is timed in every iteration from then on.
+  // from an earlier evaluation of the same task on this slot. With them, the reference is timed
+  // in the first 8 sampled iterations, then only where `reference_timed(i)` (i counts sampled
+  // iterations from 0), and otherwise `reference_untimed` runs (its outputs, for the checks; no
+  // flush, no sample); the stop rule uses the shared samples and the new ones together and
+  // waits for the 8. At the end the new samples' median is compared with the shared ones':
+  // more than 1% apart, the shared samples are dropped and the statistics are the new ones'.
   std::vector<double> shared_reference_ms;
   std::function<bool(uint32_t)> reference_timed;
   Program reference_untimed;
