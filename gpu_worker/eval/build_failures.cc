@@ -16,7 +16,10 @@ def _kforge_extension_builds():
     class FlockBaton:
         """torch's FileBaton with the lock held by flock(2), which the kernel releases when its
         process dies: torch's baton is the file's existence, so a build killed at its limit
-        left it behind and every later build of that extension waited for it forever."""
+        left it behind and every later build of that extension waited for it forever. Acquiring
+        waits for a holder and then always succeeds, so each process runs the build itself
+        (ninja finds it up to date when the holder finished it, and builds it when the holder
+        died): torch's waiters would load whatever a dead holder left."""
 
         def __init__(self, lock_file_path, wait_seconds=0.1, warn_after_seconds=None):
             self.lock_file_path = lock_file_path
@@ -25,10 +28,10 @@ def _kforge_extension_builds():
         def try_acquire(self):
             fd = os.open(self.lock_file_path, os.O_CREAT | os.O_RDONLY, 0o644)
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, fcntl.LOCK_EX)
             except OSError:
                 os.close(fd)
-                return False
+                raise
             self.fd = fd
             return True
 
@@ -60,8 +63,9 @@ def _kforge_extension_builds():
     diagnostic = re.compile(r"\.(cu|cuh|cpp|cc|cxx|c|h|hpp)(\(\d+\)|:\d+(:\d+)?): (fatal )?error")
     transient = ("Killed", "signal", "No space left", "Resource temporarily unavailable",
                  "Permission denied", "cannot execute", "Cannot allocate memory")
-    toolchain = (torch.__version__, torch.version.cuda, os.environ.get("CUDA_HOME"),
-                 os.environ.get("TORCH_CUDA_ARCH_LIST"))
+    cuda_home = os.environ.get("CUDA_HOME")
+    toolchain = (torch.__version__, torch.version.cuda, cuda_home,
+                 cuda_home and os.path.realpath(cuda_home), os.environ.get("TORCH_CUDA_ARCH_LIST"))
 
     def remember(real, kind):
         @functools.wraps(real)

@@ -12,8 +12,9 @@
 // processes, or unable to run or read a file; no "native" among the arguments) leaves a marker
 // (the message, at most 64 KiB) under $TORCH_EXTENSIONS_DIR/.kforge_failed_builds/, keyed by a
 // hash of every argument (name, sources, functions, flags, include paths, with_cuda), torch's
-// and CUDA's versions, CUDA_HOME and TORCH_CUDA_ARCH_LIST; a later call with the same key
-// raises the same RuntimeError at once, so the candidate takes the path it took the first time.
+// and CUDA's versions, CUDA_HOME (as set and resolved) and TORCH_CUDA_ARCH_LIST; a later call
+// with the same key raises the same RuntimeError at once, so the candidate takes the path it
+// took the first time.
 // A replayed failure starts no compiler, so the audit hook sees no native code for it (none was
 // built). With verbose=True torch prints the compiler's output instead of putting it in the
 // exception, so such builds are never remembered.
@@ -21,7 +22,9 @@
 // torch's own build lock (FileBaton) is a file whose existence is the lock: a build killed at
 // the build limit leaves it, and every later load_inline of that extension in that namespace
 // (the timed run after a killed build ahead, say) waits for it until its own limit. The
-// replacement holds the same file with flock(2), released by the kernel when the process dies.
+// replacement holds the same file with flock(2), released by the kernel when the process dies;
+// a process that had to wait for it builds anyway (a no-op for ninja when the holder finished,
+// the build when the holder died), where torch's waiter would load whatever was left.
 //
 // An optimisation in the candidate's own (untrusted) process, not a defence: the candidate can
 // undo it (it then compiles again, or waits on torch's lock) or plant markers (its own builds

@@ -13,7 +13,8 @@ In CPU mode, with nvcc (/usr/local/cuda) and a fresh cache directory for each ru
      running the compiler again (gpu_worker/eval/build_failures.h);
   4. the same candidate with torch's build lock file left in its build directory, as a build
      killed at its limit leaves it: the build runs (and fails, and the fallback is taken) instead
-     of waiting for the lock until the build limit.
+     of waiting for the lock until the build limit; and with another process holding the lock
+     and dying without releasing it: the evaluation waits, then builds itself.
 Exits 1 on the first failed check.
 
   build_ahead_test.py --eval build/gpu_worker/eval/kforge-eval
@@ -98,6 +99,28 @@ def main():
               f"({r['verdict']}: {r.get('reason')}; {r['stages']['build_s']:.1f} s)")
         check(not os.path.exists(os.path.join(build_dir, "lock")),
               "stale build lock: released after the build")
+    with tempfile.TemporaryDirectory() as cache:
+        # Another process holds the lock and dies mid-build (it never releases it itself): the
+        # evaluation waits for it, then builds (and its failure is remembered), instead of
+        # loading whatever the dead holder left.
+        build_dir = os.path.join(extensions_dir(cache, FAILING), "kforge_failing_relu")
+        os.makedirs(build_dir)
+        holder = subprocess.Popen(
+            [sys.executable, "-c",
+             "import fcntl, os, sys, time\n"
+             "fd = os.open(sys.argv[1], os.O_CREAT | os.O_RDONLY, 0o644)\n"
+             "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+             "print('held', flush=True)\n"
+             "time.sleep(8)\n", os.path.join(build_dir, "lock")],
+            stdout=subprocess.PIPE, text=True)
+        holder.stdout.readline()
+        r = build_ahead(args.eval, cache, "", FAILING, build_only=False, build_timeout=120)
+        holder.wait()
+        markers = [n for d, _, names in os.walk(cache) for n in names
+                   if os.path.basename(d) == ".kforge_failed_builds"]
+        check(r["verdict"] == "ok" and len(markers) == 1,
+              f"a holder that died: the waiting evaluation built itself ({r['verdict']}: "
+              f"{r.get('reason')}; markers {markers})")
     return 0
 
 
