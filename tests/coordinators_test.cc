@@ -57,8 +57,13 @@ TEST(CoordinatorsTest, TwoCoordinatorsShareTheWorkAndTheSurvivorFinishesWhatTheK
   Cluster cluster("two_coordinators", /*gateway=*/true);
   const size_t a = 0;
   std::string task = cluster.SubmitTask("examples/tasks/tiny/tiny_relu.py");
-  // The job is submitted while only A runs, so A drives it: killing A must hand it to B.
-  std::string job_id = SubmitJob(*cluster.Stub(a), ReluJobRequest(task, 3, 11));
+  // The job is submitted while only A runs, so A drives it: killing A must hand it to B. Its
+  // seed is the slow candidate (its proposals too, mutations of it), so that it is still running
+  // when A is killed (with tiny_relu's quick seed it once finished first, on an idle machine,
+  // and there was nothing left to take over).
+  v1::SubmitJobRequest slow_job = ReluJobRequest(task, 6, 11);
+  slow_job.set_seed_candidates(0, SlowCandidate(-1));
+  std::string job_id = SubmitJob(*cluster.Stub(a), slow_job);
   ASSERT_FALSE(job_id.empty());
   ASSERT_TRUE(WaitForLog(*cluster.coordinator(a), "\"job running\"", 30))
       << cluster.coordinator(a)->log();
@@ -89,8 +94,11 @@ TEST(CoordinatorsTest, TwoCoordinatorsShareTheWorkAndTheSurvivorFinishesWhatTheK
       LogValues(cluster.coordinator(a)->log(), "lease granted", "lease_id");
   ASSERT_FALSE(granted_by_a.empty());
   const size_t b_log_at_kill = cluster.coordinator(b)->log().size();
+  const v1::JobState at_kill = GetJob(*cluster.Stub(a), job_id).state();
   cluster.KillCoordinator(a);
   client.join();
+  ASSERT_EQ(at_kill, v1::JOB_STATE_RUNNING)
+      << "the job must still be running when A is killed, or there is nothing to take over";
   EXPECT_FALSE(broken.ok()) << "the stream from the killed coordinator ends with an error";
   ASSERT_FALSE(batch_id.empty());
 
