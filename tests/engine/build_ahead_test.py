@@ -20,14 +20,13 @@ Exits 1 on the first failed check.
   build_ahead_test.py --eval build/gpu_worker/eval/kforge-eval
 """
 import argparse
-import hashlib
 import json
 import os
 import subprocess
 import sys
 import tempfile
 
-from check_util import ROOT, TINY_RELU_TASK as TASK, check
+from check_util import ROOT, TINY_RELU_TASK as TASK, cache_namespace, check
 
 CANDIDATE = os.path.join(ROOT, "tests", "engine", "guarded_load_inline.py")
 FAILING = os.path.join(ROOT, "tests", "engine", "failing_load_inline.py")
@@ -48,9 +47,7 @@ def build_ahead(binary, cache, arch, candidate=CANDIDATE, build_only=True, build
 
 def extensions_dir(cache, candidate):
     """The candidate's TORCH_EXTENSIONS_DIR (gpu_worker/eval/candidate_files.h)."""
-    sha = lambda path: hashlib.sha256(open(path, "rb").read()).hexdigest()
-    key = hashlib.sha256(f"{sha(TASK)}/{sha(candidate)}".encode()).hexdigest()
-    return os.path.join(cache, "c", key, "torch_extensions")
+    return os.path.join(cache_namespace(cache, candidate), "torch_extensions")
 
 
 def shared_objects(cache):

@@ -19,14 +19,13 @@ Every result must report system.cache_isolated. Exits 1 on the first failed chec
   cache_isolation_test.py --eval build/gpu_worker/eval/kforge-eval
 """
 import argparse
-import hashlib
 import json
 import os
 import subprocess
 import tempfile
 
 import serve_client
-from check_util import ROOT, TINY_RELU_TASK as TASK, check
+from check_util import ROOT, TINY_RELU_TASK as TASK, cache_namespace, check
 
 VICTIM = os.path.join(ROOT, "examples", "candidates", "tiny_relu", "nvrtc_relu.py")
 HACK = os.path.join(ROOT, "examples", "hacks", "plants_cache.py")
@@ -54,10 +53,7 @@ def snapshot(cache, skip):
 
 
 def namespace(cache, candidate, task=TASK):
-    """<cache>/c/<sha256 of "<sha256 of the task>/<sha256 of the candidate>"> (candidate_files.h)."""
-    sha = lambda path: hashlib.sha256(open(path, "rb").read()).hexdigest()
-    key = hashlib.sha256(f"{sha(task)}/{sha(candidate)}".encode()).hexdigest()
-    return os.path.join(cache, "c", key)
+    return cache_namespace(cache, candidate, task)
 
 
 def check_hack(result, how):
