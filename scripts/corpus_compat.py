@@ -73,9 +73,11 @@ pydantic, requests, tqdm) where they are not installed: its evaluation path uses
 """
 import argparse
 import collections
+import contextlib
 import copy
 import hashlib
 import importlib.util
+import io
 import json
 import math
 import os
@@ -149,7 +151,8 @@ class Run:
         # rounds 1..N-1 the --repeats, so a repeat runs only when no first-pass turn is ready.
         self.gpu = queue.PriorityQueue()
         self.seq = 0
-        self.turns_left = len(cands) * (1 if args.skip_kb else 2)  # GPU turns still to come
+        self.turns_left = (sum(kforge_runs(args, c) for c in cands)  # GPU turns still to come
+                           + sum(kb_runs(args, c) for c in cands))
         self.stopping = threading.Event()
         self.procs = set()  # every child process alive, killed at the end
         self.turn_log = []  # per GPU turn: kind, round, name, at_s, turn_s (for --repeats)
@@ -422,11 +425,19 @@ def kforge_repeat_job(run, state, c, k):
 # ---------------------------------------------------------------- KernelBench
 
 
-def kb_env(args, gpu):
+def kforge_runs(args, c):
+    return c["name"] not in args.kforge_skip
+
+
+def kb_runs(args, c):
+    return not args.skip_kb and c["name"] not in args.kb_skip
+
+
+def kb_env(args):
+    """KB's children, builds too, see the GPU: candidates build only when
+    torch.cuda.is_available()."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     env["TORCH_CUDA_ARCH_LIST"] = args.kb_arch_list
-    if not gpu:
-        env["CUDA_VISIBLE_DEVICES"] = ""
     return env
 
 
@@ -452,7 +463,7 @@ def kb_start_child(run, c, mode, extra_spec=None, pass_fds=()):
     log = open(os.path.join(d, f"{mode}.log"), "wb")
     p = run.spawn([sys.executable, os.path.abspath(__file__), "--kb-child", path],
                   stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, cwd=d,
-                  env=kb_env(run.args, gpu=(mode == "eval")), pass_fds=pass_fds)
+                  env=kb_env(run.args), pass_fds=pass_fds)
     log.close()
     return p, spec, os.path.join(d, f"{mode}.log")
 
@@ -483,7 +494,9 @@ def remove_build_locks(root):
 
 
 def kb_prebuilder(run, todo, ready):
-    """KB's own build_compile_cache in a subprocess per candidate, no GPU visible."""
+    """KB's own build_compile_cache in a subprocess per candidate, then ModelNew constructed
+    once (construct_for_build); the GPU is visible there, since candidates build only when
+    torch.cuda.is_available() (a CUDA context per build, no timed work)."""
     while not run.stopping.is_set() and run.left() > 0:
         try:
             c = todo.get_nowait()
@@ -503,6 +516,7 @@ def kb_prebuilder(run, todo, ready):
         run.build_started(-1)
         res = (dict(ok=False, error="timeout") if timed_out else read_result(spec, log))
         run.update(c["name"], kb_prebuild=dict(ok=res.get("ok"), error=bounded(res.get("error")),
+                                               constructed=res.get("constructed", "not tried"),
                                                wall_s=round(time.time() - t0, 3)))
         ready.put(c)
 
@@ -637,6 +651,23 @@ def jsonable_metadata(md):
             for k, v in (md or {}).items()}
 
 
+def construct_for_build(kb_eval, ref, cand, build_dir):
+    """Builds what a candidate builds in ModelNew.__init__ (load_inline into KB's build dir) by
+    constructing it once with the task's init inputs, as KB's own evaluation will. Returns
+    "yes" when it was constructed, else the error; KB's verdict comes from its evaluation
+    alone."""
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            ref_ctx = {}
+            exec(compile(ref, "ref.py", "exec"), ref_ctx)  # noqa: S102 (the corpus's task)
+            ctx = {}
+            model_new = kb_eval.load_custom_model(cand, ctx, build_dir)
+            model_new(*ref_ctx["get_init_inputs"]())
+        return "yes"
+    except BaseException as e:  # noqa: BLE001  (the candidate's own fault: KB will say)
+        return bounded(repr(e))
+
+
 def kb_child(spec_path):
     """`--kb-child SPEC`: one KB build (mode build) or one KB evaluation (mode eval, after the
     parent's go on stdin). Writes the JSON result to spec['result_path']."""
@@ -652,6 +683,8 @@ def kb_child(spec_path):
         from kernelbench import eval as kb_eval
         ok, _, err = kb_eval.build_compile_cache(cand, build_dir=spec["build_dir"])
         out.update(ok=ok, error=err)
+        if ok:  # many candidates build in ModelNew.__init__: construct it once to build there
+            out.update(constructed=construct_for_build(kb_eval, ref, cand, spec["build_dir"]))
     else:
         os.write(spec["ready_fd"], b"r")
         os.close(spec["ready_fd"])
@@ -795,8 +828,10 @@ def table(run, rows, wall_s):
         lines.append(f"device memory in use per evaluation (judge + candidate process): median "
                      f"{quantile(mem, 0.5):.2f} GiB, max {mem[-1]:.2f} GiB over {len(mem)}")
     lines.extend(timing_parts_lines(rows))
-    skipped = [r["name"] for r in rows if kforge_outcome(r) == "skipped" or
-               (kb_outcome(r) == "skipped" and not run.args.skip_kb)]
+    cands = run.cands
+    skipped = [r["name"] for r in rows
+               if (kforge_outcome(r) == "skipped" and kforge_runs(run.args, cands[r["name"]])) or
+               (kb_outcome(r) == "skipped" and kb_runs(run.args, cands[r["name"]]))]
     if skipped:
         lines.append(f"skipped by the budget: {len(skipped)}: {' '.join(skipped)}")
     return "\n".join(lines) + "\n"
@@ -1008,6 +1043,8 @@ def parse_args(argv):
                    help="only candidates that build an extension (yes: load_inline) or not (no)")
     p.add_argument("--skip", default="", help="leave out these candidates: level_task,...")
     p.add_argument("--skip-kb", action="store_true", help="kforge only")
+    p.add_argument("--kb-skip", default="", help="KB not run for these: level_task,...")
+    p.add_argument("--kforge-skip", default="", help="kforge not run for these: level_task,...")
     p.add_argument("--policy", default="", choices=("", "strict", "runtime"),
                    help="kforge's EvalRequest.policy (empty: the engine's default)")
     p.add_argument("--budget-s", type=float, default=420, help="the whole run's time budget")
@@ -1046,6 +1083,8 @@ def parse_args(argv):
     args.cache_dir = os.path.join(args.work_dir, "kforge-cache")
     args.only = set(filter(None, args.only.split(",")))
     args.skip = set(filter(None, args.skip.split(",")))
+    args.kb_skip = set(filter(None, args.kb_skip.split(",")))
+    args.kforge_skip = set(filter(None, args.kforge_skip.split(",")))
     return args
 
 
@@ -1086,19 +1125,21 @@ def main(argv):
     kf_todo, kb_todo, kb_ready = queue.Queue(), queue.Queue(), queue.Queue()
     for c in cands:
         if c["builds"]:
-            kf_todo.put(c)
-            if not args.skip_kb:
+            if kforge_runs(args, c):
+                kf_todo.put(c)
+            if kb_runs(args, c):
                 kb_todo.put(c)
         else:
-            run.enqueue(c["name"], 0, lambda s, c=c: kforge_job(run, s, c))
-            if not args.skip_kb:
+            if kforge_runs(args, c):
+                run.enqueue(c["name"], 0, lambda s, c=c: kforge_job(run, s, c))
+            if kb_runs(args, c):
                 kb_ready.put(c)
     for _ in range(min(args.kforge_builders, kf_todo.qsize())):
         start(kforge_builder, kf_todo)
     if not args.skip_kb:
         for _ in range(min(args.kb_builders, kb_todo.qsize())):
             start(kb_prebuilder, kb_todo, kb_ready)
-        start(kb_feeder, kb_ready, len(cands))
+        start(kb_feeder, kb_ready, sum(kb_runs(args, c) for c in cands))
     gpu = threading.Thread(target=gpu_thread, args=(run,), daemon=True)
     gpu.start()
     gpu.join(timeout=max(1, run.left()) + 30)
