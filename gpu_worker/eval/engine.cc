@@ -865,6 +865,8 @@ class Evaluation {
     double reported = std::nan("");
     std::string unusable;  // the device clock's last unusable sample, and why
     uint32_t unusable_count = 0;
+    // Calls that recorded GPU work, or none at all (the no_work rule), warm-ups included.
+    uint32_t ref_busy_calls = 0, cand_busy_calls = 0, cand_idle_calls = 0;
     TimingOptions o;
     IterationHooks hooks;
     hooks.before = [&](uint32_t it) {
@@ -917,6 +919,7 @@ class Evaluation {
             },
             preroll.preroll_ms());
         late = std::max(late, r.late_host_ms);
+        if (r.ok) ++ref_busy_calls;
         reported = r.ok && preroll.Keep(r.late_host_ms) ? r.span_ms : std::nan("");
         if (sampled() && !std::isnan(reported)) phase->ref_busy.push_back(r.busy_ms);
       };
@@ -935,6 +938,16 @@ class Evaluation {
         const v1::judge::Claim& c = called.claim();
         late = std::max(late, c.late_host_ms());
         reported = std::nan("");
+        if (c.found()) {
+          ++cand_busy_calls;
+        } else if (c.no_span() == kNoGpuActivity) {
+          ++cand_idle_calls;
+          std::string native;
+          if (!timed_verdict && !client_->NativeCode(&native)) {
+            timed_verdict =
+                NoWork(cand_idle_calls, cand_busy_calls, ref_busy_calls, "in the timing stage, ");
+          }
+        }
         if (!c.found()) {
           unusable = c.no_span().empty() ? "no span" : c.no_span();
           ++unusable_count;

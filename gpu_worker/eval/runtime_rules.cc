@@ -61,6 +61,21 @@ std::optional<Verdict> ReturnsInput(const std::vector<bool>& ref_aliases, size_t
   return std::nullopt;
 }
 
+std::optional<Verdict> NoWork(uint32_t idle_calls, uint32_t busy_calls, uint32_t reference_calls,
+                              const std::string& where) {
+  if (busy_calls > 0 || idle_calls < kNoWorkCalls || reference_calls < kNoWorkCalls) {
+    return std::nullopt;
+  }
+  return Verdict{v1::VERDICT_REJECTED,
+                 "no_work: " + where +
+                     "the candidate's process recorded no GPU work (no kernel, "
+                     "copy or memset) in any of its " +
+                     std::to_string(idle_calls) +
+                     " calls while the reference's did: its outputs were not computed from the "
+                     "call's inputs (kept from an earlier call, or made once)",
+                 "no_work"};
+}
+
 std::optional<Verdict> HostMemory(const at::Tensor& out, size_t o, const std::string& where) {
   if (InDeviceMemory(out)) return std::nullopt;
   return Verdict{v1::VERDICT_REJECTED,

@@ -61,6 +61,16 @@ std::optional<Verdict> ChangedInput(const std::vector<at::Tensor>& ref_in,
                                     const std::vector<at::Tensor>& cand_in,
                                     const std::string& where);
 
+// `no_work`: the candidate's process recorded no GPU work at all (no kernel, copy or memset) in
+// `idle_calls` device-clock calls and in none of its others, while `reference_calls` of the
+// reference's recorded some: its outputs were not computed from the call's inputs (kept from
+// an earlier call, or made once: a task whose output does not depend on its inputs). Fires
+// from kNoWorkCalls such calls on. The candidate's activity is read in its own process, so
+// the rule is applied only where that process cannot reach native code (the caller checks).
+inline constexpr uint32_t kNoWorkCalls = 8;
+std::optional<Verdict> NoWork(uint32_t idle_calls, uint32_t busy_calls, uint32_t reference_calls,
+                              const std::string& where);
+
 }  // namespace kforge::eval
 
 #endif  // KFORGE_GPU_WORKER_EVAL_RUNTIME_RULES_H_

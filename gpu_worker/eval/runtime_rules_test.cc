@@ -106,5 +106,29 @@ TEST(RuntimeRulesTest, HostTensorsAreNotJudgedAsDeviceOutputs) {
   EXPECT_FALSE(HostMemory(at::rand({4}), 0, "").has_value());
 }
 
+TEST(RuntimeRulesTest, NoGpuWorkInEveryCallIsNoWork) {
+  // 2_66 and 2_80 of CUDA-L1's corpus: a tensor made once and returned on every call (their
+  // tasks' outputs do not depend on the inputs, so every comparison passes).
+  auto v = NoWork(kNoWorkCalls, 0, kNoWorkCalls, "in the timing stage, ");
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->verdict, v1::VERDICT_REJECTED);
+  EXPECT_EQ(v->rule, "no_work");
+  EXPECT_EQ(v->reason,
+            "no_work: in the timing stage, the candidate's process recorded no GPU work (no "
+            "kernel, copy or memset) in any of its 8 calls while the reference's did: its "
+            "outputs were not computed from the call's inputs (kept from an earlier call, or "
+            "made once)");
+}
+
+TEST(RuntimeRulesTest, OneCallWithGpuWorkOrTooFewCallsIsNotNoWork) {
+  // A candidate that computes on some calls and returns a kept result on others is judged by
+  // its outputs (fresh inputs each call), not by this rule.
+  EXPECT_FALSE(NoWork(100, 1, 100, "").has_value());
+  EXPECT_FALSE(NoWork(kNoWorkCalls - 1, 0, 100, "").has_value());
+  // A reference that records no GPU work either (a view, a host computation): nothing to
+  // compare with.
+  EXPECT_FALSE(NoWork(100, 0, kNoWorkCalls - 1, "").has_value());
+}
+
 }  // namespace
 }  // namespace kforge::eval

@@ -689,7 +689,7 @@ DeviceClock::Reading DeviceClock::Sample(const std::function<void()>& p, double 
   Reading r;
   r.late_host_ms = s.split.host_ms;
   if (!s.split.found) {
-    r.why_not = "no GPU activity was recorded for the call";
+    r.why_not = kNoGpuActivity;
   } else if (s.event_fallback) {
     r.why_not = "the call's events saw device work its activity trace did not (" +
                 std::to_string(s.event_ms) + " ms against a window of " +

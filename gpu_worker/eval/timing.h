@@ -173,6 +173,10 @@ struct SpeedupInterval {
 SpeedupInterval SpeedupOf(const v1::TimingStats& reference, const v1::TimingStats& candidate,
                           const BetweenProcesses& between = {});
 
+// DeviceClock::Reading::why_not of a call in which the trace recorded no GPU work at all (no
+// kernel, copy or memset): the `no_work` rule (runtime_rules.h) counts these.
+inline constexpr char kNoGpuActivity[] = "no GPU activity was recorded for the call";
+
 // The device clock (docs/evaluation.md, "Two clocks"): one sample of a program is the GPU
 // span, from CUPTI's records, of every kernel, copy and memset it launched on any stream,
 // launched while a pre-roll kernel holds every SM (so the host's launch gaps fall outside the
@@ -193,7 +197,7 @@ class DeviceClock {
     // How long the host was still launching after the pre-roll ended (the pre-roll was that
     // much too short, and the span holds launch gaps).
     double late_host_ms = 0;
-    std::string why_not;  // !ok: no activity recorded, records dropped, unseen device work
+    std::string why_not;  // !ok: kNoGpuActivity, records dropped, unseen device work
   };
   // Drains the device, launches a pre-roll of `preroll_ms`, runs `p` and reads its span.
   // Throws std::runtime_error on CUDA errors (a fault of `p` surfaces there).
