@@ -35,6 +35,22 @@ def test_candidates_are_chosen_by_name_by_what_they_build_and_skipped_by_name(tm
     assert args.builds == "no" and args.skip == {"1_1", "9_9"}
 
 
+def test_either_harness_can_be_left_out_per_candidate(tmp_path):
+    # Session 13 completed a comparison over three calls: each ran only the side still missing.
+    mod = load_module()
+    corpus = str(tmp_path / "c.jsonl")
+    write_corpus(corpus)
+    args = mod.parse_args(["--out", str(tmp_path / "o"), "--device", "cpu", "--corpus", corpus,
+                           "--kb-skip", "1_1,2_3", "--kforge-skip", "1_2"])
+    assert args.kb_skip == {"1_1", "2_3"} and args.kforge_skip == {"1_2"}
+    cands = mod.load_corpus(corpus, set(), 0)
+    assert mod.Run(args, cands).turns_left == 3  # CPU mode: KB is skipped for all
+    args.skip_kb = False
+    assert [mod.kforge_runs(args, c) for c in cands] == [True, False, True, True]
+    assert [mod.kb_runs(args, c) for c in cands] == [False, True, False, True]
+    assert mod.Run(args, cands).turns_left == 5
+
+
 def test_a_ready_kb_turn_goes_before_kforges_first_passes(tmp_path):
     mod = load_module()
     corpus = str(tmp_path / "c.jsonl")
