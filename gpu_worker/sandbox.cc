@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <poll.h>
 #include <pwd.h>
 #include <sched.h>
 #include <seccomp.h>
@@ -22,6 +23,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <utility>
 
 #include "common/base/log.h"
@@ -48,6 +50,7 @@ struct SandboxChildPlan {
   std::vector<MountStep> view_steps;
   std::string scratch;
   std::vector<std::string> executables;  // empty: no restriction
+  int lifeline = -1;                     // read end of the worker's lifeline (WorkerLifeline)
 };
 
 namespace {
@@ -93,10 +96,14 @@ void SetAllSignals(void (*handler)(int)) {
   }
 }
 
-// The relay and the init keep no descriptor of the worker's (pipes, sockets) but `keep`.
-void CloseAllBut(unsigned keep) {
-  if (keep > 0) close_range(0, keep - 1, 0);
-  close_range(keep + 1, ~0U, 0);
+// The relay and the init keep no descriptor of the worker's (pipes, sockets) but `keep` and
+// `also` (-1: none).
+void CloseAllBut(int keep, int also = -1) {
+  unsigned lo = static_cast<unsigned>(also < 0 || keep < also ? keep : also);
+  unsigned hi = static_cast<unsigned>(also < 0 || keep > also ? keep : also);
+  if (lo > 0) close_range(0, lo - 1, 0);
+  if (hi > lo + 1) close_range(lo + 1, hi - 1, 0);
+  close_range(hi + 1, ~0U, 0);
 }
 
 // Ends this process the way `status` (a wait status) says the child ended.
@@ -120,11 +127,23 @@ void CloseAllBut(unsigned keep) {
 
 // The process the worker forked, outside the new PID namespace: waits for the namespace's
 // init and ends like the child did. It ignores signals so that SignalGroup reaches the child.
-[[noreturn]] void RelayUntilExit(pid_t init, int status_fd) {
+// When the worker's process ends (its lifeline reads end-of-file, whatever killed it) it kills
+// the init, and with it everything in the namespace: a fork server outlives no worker.
+[[noreturn]] void RelayUntilExit(pid_t init, int status_fd, int lifeline) {
   SetAllSignals(SIG_IGN);
-  CloseAllBut(static_cast<unsigned>(status_fd));
+  CloseAllBut(status_fd, lifeline);
   int status = 126 << 8;
-  while (waitpid(init, &status, 0) < 0 && errno == EINTR) {
+  const int init_fd = static_cast<int>(syscall(SYS_pidfd_open, init, 0));
+  for (bool killed = false;;) {
+    const pid_t r = waitpid(init, &status, killed ? 0 : WNOHANG);
+    if (r == init || (r < 0 && errno != EINTR)) break;
+    if (r != 0) continue;
+    // Both descriptors at once where pidfd_open exists (Linux 5.3); else a 100 ms poll.
+    struct pollfd fds[2] = {{lifeline, POLLIN, 0}, {init_fd, POLLIN, 0}};
+    if (poll(fds, init_fd >= 0 ? 2 : 1, init_fd >= 0 ? -1 : 100) > 0 && fds[0].revents != 0) {
+      kill(init, SIGKILL);
+      killed = true;
+    }
   }
   int child_status;
   if (read(status_fd, &child_status, sizeof child_status) == sizeof child_status) {
@@ -137,7 +156,7 @@ void CloseAllBut(unsigned keep) {
 // upon which the kernel kills whatever is left in the namespace.
 [[noreturn]] void InitUntilExit(pid_t child, int status_fd) {
   SetAllSignals(SIG_IGN);
-  CloseAllBut(static_cast<unsigned>(status_fd));
+  CloseAllBut(status_fd);
   for (;;) {
     int status;
     pid_t r = waitpid(-1, &status, 0);
@@ -171,7 +190,7 @@ bool EnterNamespaces(const SandboxChildPlan& plan) {
   if (init < 0) return Fail("fork");
   if (init > 0) {
     close(status_pipe[1]);
-    RelayUntilExit(init, status_pipe[0]);
+    RelayUntilExit(init, status_pipe[0], plan.lifeline);
   }
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   // The view has its own /proc of this PID namespace; without it the host's is covered.
@@ -229,6 +248,23 @@ bool Confine(const SandboxChildPlan& plan) {
 }
 
 // ---- In the worker, before the fork. ----
+
+// The read end of a pipe whose write end this process alone keeps (close-on-exec, never
+// closed): each sandbox's relay polls it and reads end-of-file once this process has ended,
+// however it ended (RelayUntilExit). One per process: a forked process makes its own.
+int WorkerLifeline() {
+  static std::mutex mu;
+  static pid_t owner = 0;
+  static int read_end = -1;
+  std::lock_guard<std::mutex> lock(mu);
+  if (owner != getpid()) {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) return -1;
+    owner = getpid();
+    read_end = fds[0];
+  }
+  return read_end;
+}
 
 bool CompileFilter(const SandboxPolicy& policy, std::vector<sock_filter>* out,
                    std::string* error) {
@@ -444,6 +480,7 @@ bool Sandboxed::Start(std::vector<std::string> argv, std::vector<std::string> ex
   options.stdin_data = std::move(stdin_data);
   options.wall_limit_s = policy_.wall_limit_s;
   options.max_output_bytes = policy_.max_output_bytes;
+  plan->lifeline = WorkerLifeline();
   const SandboxChildPlan* p = plan.get();
   options.child_setup = [p] { return EnterNamespaces(*p) && Confine(*p); };
   plan_ = std::move(plan);

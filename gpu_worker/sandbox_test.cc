@@ -288,6 +288,28 @@ TEST(SandboxTest, ProcessesThatLeaveTheGroupDieWithTheSandbox) {
   EXPECT_EQ(CountProcessesWithArg("27.1828"), 0);
 }
 
+TEST(SandboxTest, TheSandboxDiesWithAWorkerKilledWithSigkill) {
+  if (!IsRoot()) GTEST_SKIP() << "the relay that watches the worker exists with the PID namespace";
+  // A worker killed with SIGKILL runs no destructor: its fork servers (`kforge-eval --serve`,
+  // each holding a CUDA context) outlived it until the relay watched the worker's lifeline.
+  pid_t worker = fork();
+  ASSERT_GE(worker, 0);
+  if (worker == 0) {
+    SandboxPolicy p = TestPolicy();
+    p.require_namespaces = true;
+    RunSandboxed(p, Sh("sleep 23.1406; echo never"));
+    _exit(0);
+  }
+  for (int i = 0; i < 1000 && CountProcessesWithArg("23.1406") == 0; ++i) usleep(10000);
+  ASSERT_GT(CountProcessesWithArg("23.1406"), 0) << "the sandboxed child never started";
+  ASSERT_EQ(kill(worker, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(worker, &status, 0), worker);
+  int left = 0;
+  for (int i = 0; i < 500 && (left = CountProcessesWithArg("23.1406")) > 0; ++i) usleep(10000);
+  EXPECT_EQ(left, 0) << "the sandboxed child outlived its worker";
+}
+
 // In a child of the test without CAP_SYS_ADMIN (a worker pod without it): 0 when a sandbox that
 // requires its namespaces refuses to start, saying why, and one that does not runs without.
 int WithoutSysAdmin() {
