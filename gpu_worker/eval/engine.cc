@@ -503,6 +503,8 @@ class Evaluation {
       lap = Clock::now();
     };
     std::string error;
+    ref_out_like_.clear();  // the last trial's, freed before this trial's reference runs
+    ref_aliases_.clear();
     SeedAll(seed);
     py::list inputs = ToDevice(CallOnDevice(task_.attr("get_inputs"), target_), target_);
     // The candidate's copy, in the slots it can see, made before the reference runs.
@@ -523,13 +525,16 @@ class Evaluation {
       return Verdict{v1::VERDICT_RUNTIME_ERROR, "the reference " + ref.error, "task_error"};
     }
     std::vector<at::Tensor> in_tensors = TensorsOf(inputs);
+    // The timing's output slots are laid out like this (TimePhase), so that the timing needs no
+    // reference call of its own.
+    ref_out_like_ = ref.tensors;
+    ref_aliases_ = AliasBits(ref.tensors, in_tensors);
     if (!client_->PoisonOutputs(ref.tensors, &error)) {
       return Verdict{v1::VERDICT_RUNTIME_ERROR, error, "engine_error"};
     }
     count(&TrialTimes::poison);
     v1::judge::Called called;
-    if (!client_->Call(trial_calls_++, 0, AliasBits(ref.tensors, in_tensors), false, 0, 0,
-                       &called, &error)) {
+    if (!client_->Call(trial_calls_++, 0, ref_aliases_, false, 0, 0, &called, &error)) {
       return Verdict{v1::VERDICT_RUNTIME_ERROR, error, ""};
     }
     count(&TrialTimes::candidate);
@@ -609,11 +614,14 @@ class Evaluation {
   // untimed (work skipped once the calls come fast, a result replayed for inputs seen before) is
   // caught here. Wrong values are `incorrect`, rule timed_outputs: a kernel that is right only
   // most of the time fails here without being a hack.
-  std::optional<Verdict> CheckTimedOutputs(uint32_t iteration, const TimedInputs& in,
-                                           const py::object& ref_out,
+  // `phase` names the clock's phase (the device clock's puts every launch of a forward behind
+  // its pre-roll, so a race between the candidate's streams that the host's launch gaps hide
+  // elsewhere shows there: 1_72).
+  std::optional<Verdict> CheckTimedOutputs(uint32_t iteration, const std::string& phase,
+                                           const TimedInputs& in, const py::object& ref_out,
                                            const std::vector<at::Tensor>& cand) {
     const std::string where =
-        "in iteration " + std::to_string(iteration) + " of the timing stage, ";
+        "in iteration " + std::to_string(iteration) + " of the timing stage (" + phase + "), ";
     Outputs ref = OutputsToTensors(ref_out);
     if (!ref.error.empty()) {
       return Verdict{v1::VERDICT_RUNTIME_ERROR, "the reference " + ref.error, "task_error"};
@@ -838,16 +846,14 @@ class Evaluation {
         sets.push_back(MakeTimedInputs(DeriveSeed(seed_, seeds + k), k));
       }
     }
-    // The reference's outputs' layout: the output slots are poisoned before each candidate
-    // call, outside the timed region.
-    std::vector<at::Tensor> out_like;
-    {
-      at::NoGradGuard g;
-      for (const at::Tensor& t : OutputsToTensors(ref_model_(*sets[0].ref)).tensors) {
-        out_like.push_back(t);
-      }
-    }
-    const std::vector<uint64_t> aliases = AliasBits(out_like, TensorsOf(sets[0].ref));
+    // The reference's outputs' layout (the output slots are poisoned before each candidate
+    // call, outside the timed region) and which inputs they share storage with: those of the
+    // last correctness trial's reference call. Never a reference call of its own: the reference
+    // and the candidate must see the same forward calls in the same order, or a task whose
+    // model keeps state across calls (an RNN's hidden state, a counter) is a step ahead in the
+    // reference and every timed output differs (docs/evaluation.md, "Timing").
+    const std::vector<at::Tensor> out_like = ref_out_like_;
+    const std::vector<uint64_t> aliases = ref_aliases_;
     add(&parts.inputs, made);
     py::object ref_out = py::none();
     std::vector<at::Tensor> ref_copy, cand_copy;
@@ -894,7 +900,12 @@ class Evaluation {
                                      "in iteration " + std::to_string(it) + " of the timing stage, ");
       }
       if (!timed_verdict) timed_verdict = CallVerdict(called, dialect, "in a timed call, ");
-      if (!timed_verdict) timed_verdict = CheckTimedOutputs(it, sets[current], ref_out, cand_copy);
+      if (!timed_verdict) {
+        const std::string phase = device ? "the device clock's, behind a " +
+                                               FormatMs(preroll.preroll_ms()) + " ms pre-roll"
+                                         : "the call clock's";
+        timed_verdict = CheckTimedOutputs(it, phase, sets[current], ref_out, cand_copy);
+      }
       if (!device && called.has_claim()) {
         phase->claims.push_back(target_.cuda ? called.claim().event_ms() : called.claim().host_ms());
       }
@@ -1115,6 +1126,10 @@ class Evaluation {
   bool fresh_timing_inputs_ = true;  // QuickInputs(), decided in LoadTask
   double call_overhead_ms_ = 0;      // CalibrateCalls: subtracted from candidate call samples
   uint32_t trial_calls_ = 0, timed_calls_ = 0;
+  // The last correctness trial's reference outputs (only their layout is used) and their
+  // AliasBits against its inputs: the timing's output slots and aliasing (TimePhase).
+  std::vector<at::Tensor> ref_out_like_;
+  std::vector<uint64_t> ref_aliases_;
 };
 
 }  // namespace

@@ -136,6 +136,12 @@ def cases(device):
         out.append(dict(name=f"slow_inputs/{stem}", task=os.path.join(slow, "task.py"),
                         candidate=os.path.join(slow, stem + ".py"), expect=expect, strict=True,
                         input_sets=3))
+    # A task whose model keeps state across calls (3_33's shape): the reference and the
+    # candidate get the same calls in the same order (tests/engine/stateful_test.py).
+    sdir = os.path.join(ROOT, "tests", "engine", "stateful")
+    for stem, expect in (("honest", ("ok", None)), ("stateless", ("incorrect", None))):
+        out.append(dict(name=f"stateful/{stem}", task=os.path.join(sdir, "task.py"),
+                        candidate=os.path.join(sdir, stem + ".py"), expect=expect, strict=True))
     # Malformed requests: a clear verdict naming the request, whatever the device.
     correct = os.path.join(EX, "candidates", "tiny_relu", "correct.py")
     for name, override in (("preroll_out_of_range", dict(preroll_ms=9)),
