@@ -140,9 +140,12 @@ void CloseAllBut(int keep, int also = -1) {
     if (r != 0) continue;
     // Both descriptors at once where pidfd_open exists (Linux 5.3); else a 100 ms poll.
     struct pollfd fds[2] = {{lifeline, POLLIN, 0}, {init_fd, POLLIN, 0}};
-    if (poll(fds, init_fd >= 0 ? 2 : 1, init_fd >= 0 ? -1 : 100) > 0 && fds[0].revents != 0) {
+    const int n = poll(fds, init_fd >= 0 ? 2 : 1, init_fd >= 0 ? -1 : 100);
+    if (n > 0 && fds[0].revents != 0) {
       kill(init, SIGKILL);
       killed = true;
+    } else if (n < 0 && errno != EINTR) {
+      usleep(100 * 1000);  // no busy loop where poll itself fails; waitpid above still reaps
     }
   }
   int child_status;
@@ -260,6 +263,15 @@ int WorkerLifeline() {
   if (owner != getpid()) {
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) return -1;
+    // Above the standard descriptors, which a child replaces (a worker started with stdin
+    // closed would otherwise get the pipe there).
+    for (int& fd : fds) {
+      const int moved = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+      if (moved >= 0) {
+        close(fd);
+        fd = moved;
+      }
+    }
     owner = getpid();
     read_end = fds[0];
   }

@@ -515,8 +515,14 @@ class CandidateProcess {
                          device_clock_error_);
       return;
     }
+    bool ran = false;
     try {
-      DeviceClock::Reading r = device_clock_->Sample(forward, preroll_ms);
+      DeviceClock::Reading r = device_clock_->Sample(
+          [&] {
+            ran = true;
+            forward();
+          },
+          preroll_ms);
       claim->set_found(r.ok);
       claim->set_span_ms(r.span_ms);
       claim->set_busy_ms(r.busy_ms);
@@ -524,6 +530,9 @@ class CandidateProcess {
       claim->set_no_span(Bounded(r.why_not));
     } catch (const std::exception& e) {
       claim->set_no_span(Bounded(e.what()));
+      // The sample failed before the call (its pre-roll could not hold the GPU, under
+      // contention): the call is still made, unsampled, so its outputs are there to check.
+      if (!ran) forward();
     }
   }
 

@@ -66,6 +66,34 @@ TEST(PrerollGovernorTest, ACandidateClaimingLatenessForItsSlowSamplesCanDropOnly
   EXPECT_TRUE(g.Keep(0.011));
 }
 
+TEST(PrerollGovernorTest, AHostLateUnderTheLongestPrerollInHalfTheIterationsIsHostBound) {
+  // Session 13's capped five (RNN loops and the like): the host still launched 1-243 ms after
+  // the 5 ms pre-roll ended, in most iterations.
+  PrerollGovernor g(0.5, 5, 0.01);
+  for (int it = 0; it < 3; ++it) g.AfterIteration(8.0, false);  // warm-ups: not counted
+  EXPECT_EQ(g.at_max(), 0u);
+  for (int it = 0; it < 19; ++it) g.AfterIteration(it % 2 == 0 ? 8.0 : 0.0, true);
+  EXPECT_EQ(g.at_max(), 19u);
+  EXPECT_EQ(g.late_at_max(), 10u);
+  EXPECT_FALSE(g.HostBound(20));  // too few iterations yet
+  g.AfterIteration(0.0, true);
+  EXPECT_TRUE(g.HostBound(20));  // 10 of 20
+  g.AfterIteration(0.0, true);
+  EXPECT_FALSE(g.HostBound(20));  // 10 of 21: fewer than half
+}
+
+TEST(PrerollGovernorTest, IterationsBeforeThePrerollReachesItsMaximumDoNotCount) {
+  PrerollGovernor g(0.5, 5, 0.01);
+  for (int it = 0; it < 30; ++it) g.AfterIteration(0.0, true);  // never late: never grows
+  EXPECT_EQ(g.at_max(), 0u);
+  EXPECT_FALSE(g.HostBound(20));
+  g.AfterIteration(3.0, true);  // grows to 5 ms in this one; counted from the next
+  EXPECT_DOUBLE_EQ(g.preroll_ms(), 5);
+  EXPECT_EQ(g.at_max(), 0u);
+  for (int it = 0; it < 20; ++it) g.AfterIteration(1.0, true);
+  EXPECT_TRUE(g.HostBound(20));
+}
+
 TEST(PrerollGovernorTest, TheStartIsBoundedByTheMaximum) {
   PrerollGovernor g(9, 5, 0.01);
   EXPECT_DOUBLE_EQ(g.preroll_ms(), 5);

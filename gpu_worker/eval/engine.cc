@@ -45,6 +45,9 @@ constexpr double kMaxPrerollMs = 5;  // EvalRequest.timing_preroll_ms
 constexpr double kDevicePrerollMs = 0.5;
 constexpr double kMaxDevicePrerollMs = 5;
 constexpr double kLateHostToleranceMs = 0.01;
+// Sampled iterations under the longest pre-roll after which a program whose host was late in
+// half of them is host-bound, and the device clock stops sampling it (device_preroll.h).
+constexpr uint32_t kHostBoundIterations = 20;
 // The stop rules' relative standard error of the medians (EvalRequest.max_rel_stderr 0).
 constexpr double kDeviceMaxRelStderr = 0.005;
 constexpr double kCallMaxRelStderr = 0.01;
@@ -873,6 +876,10 @@ class Evaluation {
     uint32_t unusable_count = 0;
     // Calls that recorded GPU work, or none at all (the no_work rule), warm-ups included.
     uint32_t ref_busy_calls = 0, cand_busy_calls = 0, cand_idle_calls = 0;
+    // Forward calls each program made in this phase, and the set of its last: a phase cut off
+    // between the two programs' calls of an iteration levels them (below) before the next.
+    uint32_t ref_calls = 0, cand_calls = 0;
+    int ref_last_set = 0, cand_last_set = 0;
     TimingOptions o;
     IterationHooks hooks;
     hooks.before = [&](uint32_t it) {
@@ -927,6 +934,8 @@ class Evaluation {
             [&] {
               at::NoGradGuard g;
               ref_out = ref_model_(*sets[s].ref);
+              ++ref_calls;
+              ref_last_set = s;
             },
             preroll.preroll_ms());
         late = std::max(late, r.late_host_ms);
@@ -946,6 +955,8 @@ class Evaluation {
           return;
         }
         const double observed = Since(t0) * 1000;
+        ++cand_calls;
+        cand_last_set = s;
         const v1::judge::Claim& c = called.claim();
         late = std::max(late, c.late_host_ms());
         reported = std::nan("");
@@ -977,6 +988,7 @@ class Evaluation {
       };
       o.clock = TimingClock::kReported;
       o.reported = [&] { return reported; };
+      o.settled = [&] { return preroll.HostBound(kHostBoundIterations); };
     } else {
       // The judge's clock sees each program's call as a caller does: the reference's forward
       // in this process, the candidate's request to its process, its answer and the judge's
@@ -1050,6 +1062,8 @@ class Evaluation {
       o.reference_untimed = [&](int s) {
         at::NoGradGuard g;
         ref_out = ref_model_(*sets[s].ref);
+        ++ref_calls;
+        ref_last_set = s;
       };
     }
     try {
@@ -1057,6 +1071,20 @@ class Evaluation {
     } catch (const std::runtime_error& e) {
       if (!device || timed_verdict) throw;
       phase->note = std::string("not used: ") + e.what();  // too few of the reference's spans
+      // Cut off inside an iteration (a pre-roll that could not hold the GPU, say) after one
+      // program's call and before the other's: the one behind makes its call on the same
+      // inputs, untimed, so that a model that keeps state across calls stays in step.
+      if (ref_calls < cand_calls) {
+        at::NoGradGuard g;
+        ref_out = ref_model_(*sets[cand_last_set].ref);
+        ref_out = py::none();
+      } else if (cand_calls < ref_calls) {
+        std::string error;
+        if (!client_->Call(timed_calls_++, sets[ref_last_set].group, aliases, true,
+                           fresh ? 0 : static_cast<uint32_t>(sets.size()), 0, &called, &error)) {
+          return Verdict{v1::VERDICT_RUNTIME_ERROR, error + " (timing stage)", ""};
+        }
+      }
     }
     NoteDeviceMemory();  // the timing's inputs and outputs still held
     phase->out.reference.set_shared_samples(phase->out.shared_reference_used);
@@ -1099,6 +1127,14 @@ class Evaluation {
                   " late samples left out (the host still launched after the pre-roll ended; "
                   "the pre-roll grew to " +
                   FormatMs(preroll.preroll_ms()) + " ms)";
+        }
+        if (phase->out.settled) {
+          note += (note.empty() ? "" : "; ") + std::string("host-bound: the host still launched ") +
+                  "after the " + FormatMs(preroll.preroll_ms()) + " ms pre-roll in " +
+                  std::to_string(preroll.late_at_max()) + " of " +
+                  std::to_string(preroll.at_max()) +
+                  " iterations under it, so the spans hold its launch gaps; sampling stopped "
+                  "there, not converged (the call clock times such a program as it runs)";
         }
         if (preroll.late_kept_ms() > 0.05) {
           note += (note.empty() ? "" : "; ") + std::string("the host still launched ") +

@@ -107,6 +107,7 @@ struct Sample {
   double tail_ms = 0;   // how long the device stayed busy after the end event (GPU only)
   CallSplit split;      // kActivity only
   bool event_fallback = false;  // kActivity: the trace did not account for the events
+  bool dropped = false;         // kActivity: CUPTI dropped records during the sample
 };
 
 class Sampler {
@@ -233,8 +234,7 @@ class Sampler {
     CheckCuda(cudaEventElapsedTime(&ev, start_, end_), "event elapsed time");
     s.ms = s.event_ms = ev;
     if (trace_) {
-      bool dropped = false;
-      s.split = trace_->Collect(mark, ret, &dropped);
+      s.split = trace_->Collect(mark, ret, &s.dropped);
       // The sample is the GPU span, from the call's first kernel, copy or memset to its last
       // on any stream, or the call's host time when that is longer (a program bound by its
       // host side costs that much a call, called back to back). The host's latency before
@@ -242,7 +242,7 @@ class Sampler {
       // neither read the inputs nor write the outputs (device tensors) without a kernel or a
       // copy. Where the events saw device time the trace did not (untraced work, dropped
       // records), the events' interval is the sample.
-      s.event_fallback = !s.split.found || dropped ||
+      s.event_fallback = !s.split.found || s.dropped ||
                          s.event_ms - s.split.window_ms > UnaccountedSlackMs(s.event_ms);
       if (!s.event_fallback) s.ms = std::max(s.split.span_ms, s.split.host_ms);
     }
@@ -615,6 +615,11 @@ TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate
       converged = true;
       break;
     }
+    if (o.settled && ref_ms.size() >= o.min_samples &&
+        (!has_candidate || out.cand.ms.size() >= o.min_samples) && o.settled()) {
+      out.settled = true;
+      break;
+    }
     if (i >= 2 && Ms(Clock::now() - start) > o.time_cap_s * 1000) break;
   }
   if (out.ref.ms.size() < 3) {
@@ -635,8 +640,8 @@ TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate
   out.candidate = Summarise(out.cand.ms);
   out.reference.set_event_fallbacks(out.ref.event_fallbacks);
   out.candidate.set_event_fallbacks(out.cand.event_fallbacks);
-  out.reference.set_capped(!converged);
-  if (has_candidate) out.candidate.set_capped(!converged);
+  out.reference.set_capped(!converged && !out.settled);
+  if (has_candidate) out.candidate.set_capped(!converged && !out.settled);
   if (o.cuda && has_candidate) {
     // The synchronisation's own cost is the same for both programs; a candidate that keeps the
     // device busy after its end event for much longer than the reference does left work
@@ -688,7 +693,14 @@ DeviceClock::Reading DeviceClock::Sample(const std::function<void()>& p, double 
   eval::Sample s = impl_->sampler.Run([&](int) { p(); }, 0, true);
   Reading r;
   r.late_host_ms = s.split.host_ms;
-  if (!s.split.found) {
+  if (s.dropped) {
+    r.why_not = "CUPTI dropped activity records during the call";
+  } else if (!s.split.found && s.event_ms - s.split.host_ms > UnaccountedSlackMs(s.event_ms)) {
+    // No record, yet the events saw the device busy longer than the host's call: device work
+    // the trace did not see (not `no_work`).
+    r.why_not = "the call's events saw " + std::to_string(s.event_ms) +
+                " ms of device time and its activity trace no GPU work";
+  } else if (!s.split.found) {
     r.why_not = kNoGpuActivity;
   } else if (s.event_fallback) {
     r.why_not = "the call's events saw device work its activity trace did not (" +

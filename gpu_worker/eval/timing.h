@@ -107,6 +107,10 @@ struct TimingOptions {
   // flush, no sample); the stop rule uses the shared samples and the new ones together and
   // waits for the 8. At the end the new samples' median is compared with the shared ones':
   // more than 1% apart, the shared samples are dropped and the statistics are the new ones'.
+  // Asked after each sampled iteration once both programs have `min_samples`: true ends the
+  // sampling there, not capped, though the stop rule was not met (TimingOutcome::settled).
+  // The device clock's host-bound programs (device_preroll.h, HostBound).
+  std::function<bool()> settled;
   std::vector<double> shared_reference_ms;
   std::function<bool(uint32_t)> reference_timed;
   Program reference_untimed;
@@ -140,6 +144,7 @@ struct TimingOutcome {
   bool hidden_work = false;   // the candidate's tail far exceeds the reference's
   std::string hidden_work_detail;
   int64_t stopped_at = -1;  // the iteration whose `after` hook stopped the timing (-1: none)
+  bool settled = false;     // TimingOptions::settled ended the sampling
   // With TimingOptions::shared_reference_ms: how many of them `reference` counts besides the
   // new samples (`ref.ms` holds only the new ones), or 0 where they were dropped
   // (`shared_reference_note` says why).

@@ -207,6 +207,36 @@ TEST(TimeInterleavedTest, AnAfterHookThatSaysNoStopsTheTiming) {
   EXPECT_EQ(out.ref.ms.size(), 2u);
 }
 
+TEST(TimeInterleavedTest, SettledEndsTheSamplingUncappedOnceBothHaveTheMinimum) {
+  TimingOptions o;
+  o.warmup = 1;
+  o.min_samples = 5;
+  o.max_samples = 200;
+  o.max_rel_stderr = 1e-9;  // the stop rule is never met
+  o.time_cap_s = 60;
+  uint32_t asked = 0;
+  o.settled = [&] { return ++asked >= 3; };
+  TimingOutcome out = TimeInterleaved([](int) {}, [](int) {}, o);
+  EXPECT_TRUE(out.settled);
+  EXPECT_EQ(asked, 3u);  // first asked once both had 5 samples
+  EXPECT_EQ(out.ref.ms.size(), 7u);
+  EXPECT_EQ(out.cand.ms.size(), 7u);
+  EXPECT_FALSE(out.reference.capped());
+  EXPECT_FALSE(out.candidate.capped());
+}
+
+TEST(TimeInterleavedTest, WithoutSettledTheSameTimingIsCapped) {
+  TimingOptions o;
+  o.warmup = 1;
+  o.min_samples = 5;
+  o.max_samples = 12;
+  o.max_rel_stderr = 1e-9;
+  TimingOutcome out = TimeInterleaved([](int) {}, [](int) {}, o);
+  EXPECT_FALSE(out.settled);
+  EXPECT_EQ(out.ref.ms.size(), 12u);
+  EXPECT_TRUE(out.reference.capped());
+}
+
 TEST(BetweenProcessesTest, ProgramAndSpeedupDeviationsFollowTheFormulaAndTheCap) {
   const BetweenProcesses b{0.02, 0.030, 0.5};
   EXPECT_NEAR(b.ProgramSd(0.3), std::sqrt(0.0002 + 0.01), 1e-12);

@@ -44,6 +44,7 @@ BY_NAME = {
     "timed_wrong": ("incorrect", "timed_outputs"),
     "timed_in_place": ("rejected", "input_mutation"),
     "repeat_detector": ("ok", None),
+    "fp32_switch_defaults": ("ok", None),
 }
 
 def kernelbench_dir():
