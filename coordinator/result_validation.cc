@@ -189,7 +189,9 @@ absl::Status CheckClocks(const v1::EvalResult& r, bool ok, const ResultLimits& l
   }
   for (const auto& [field, text] :
        {std::pair<const char*, const std::string*>{"device_clock_note", &r.device_clock_note()},
-        {"native_code_detail", &r.native_code_detail()}}) {
+        {"native_code_detail", &r.native_code_detail()},
+        {"strict_rule", &r.strict_rule()},
+        {"strict_reason", &r.strict_reason()}}) {
     if (text->size() > limits.max_reason_bytes) {
       return Bad(field, absl::StrCat("is ", text->size(), " bytes; the limit is ",
                                      limits.max_reason_bytes));

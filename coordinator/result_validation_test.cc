@@ -330,6 +330,10 @@ TEST(ResultValidationTest, BoundsSizes) {
   r.set_native_code_detail(std::string(11, 'x'));
   EXPECT_EQ(ValidateResult(r, limits).message(),
             "malformed result: native_code_detail is 11 bytes; the limit is 10");
+  r = OkResult();
+  r.set_strict_reason(std::string(11, 'x'));
+  EXPECT_EQ(ValidateResult(r, limits).message(),
+            "malformed result: strict_reason is 11 bytes; the limit is 10");
   limits.max_result_bytes = 16;
   EXPECT_EQ(ValidateResult(OkResult(), limits).code(), absl::StatusCode::kInvalidArgument);
 }

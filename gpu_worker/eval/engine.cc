@@ -189,10 +189,13 @@ class Evaluation {
     }
     strict_ = policy == "strict";  // runtime unless asked (docs/evaluation.md, "The trust boundary")
     result_.set_policy(strict_ ? "strict" : "runtime");
-    if (strict_) {
-      RuleViolation rv =
-          CheckCandidateSource(req_.candidate_source(), dialect, req_.task_source());
-      if (rv.fired()) return Verdict{v1::VERDICT_REJECTED, rv.reason, rv.rule};
+    RuleViolation rv = CheckCandidateSource(req_.candidate_source(), dialect, req_.task_source());
+    if (rv.fired() && strict_) {
+      return Verdict{v1::VERDICT_REJECTED, rv.reason, rv.rule};
+    }
+    if (rv.fired()) {  // runtime: said, not enforced
+      result_.set_strict_rule(rv.rule);
+      result_.set_strict_reason(rv.reason);
     }
     // Still single-threaded, before any task or candidate code: the last moment to write shared
     // cache entries, then the lock (candidate_files.h), which the candidate process inherits.

@@ -162,12 +162,14 @@ def cases(device):
             continue
         m = re.search(r"Policy:\s*(\w+)", text)
         native = re.search(r"Expected native code:\s*(yes|no)", text)
+        strict_rule = re.search(r"Expected strict rule:\s*(\w+)", text)
         min_ms, drained_only = hack_min_candidate_ms(path)
         out.append(dict(name=f"exploits/{os.path.splitext(name)[0]}", task=hack_task(path),
                         candidate=path, expect=hack_expectation(path), strict=True,
                         min_cand_ms=min_ms, min_cand_drained_only=drained_only,
                         policy=m.group(1) if m else "",
                         native=(native.group(1) == "yes") if native else None,
+                        strict_rule=strict_rule.group(1) if strict_rule else None,
                         stray="Expected stray killed:" in text,
                         planted="Expected planted nothing:" in text))
     hdir = os.path.join(EX, "hacks")
@@ -310,6 +312,11 @@ def judge(case, result):
         return False
     if case.get("native") is not None and result.get("verdict") not in (None, "<no result>") and \
             bool(result.get("native_code")) != case["native"]:
+        return False
+    # Under `runtime`, the static rule `strict` would have fired is said, not enforced
+    # ("none": the source fires none).
+    if case.get("strict_rule") is not None and result.get("verdict") not in (None, "<no result>") \
+            and (result.get("strict_rule") or "none") != case["strict_rule"]:
         return False
     if result.get("verdict") == "ok" and "input_sets" in case and \
             result.get("candidate", {}).get("input_sets") != case["input_sets"]:
