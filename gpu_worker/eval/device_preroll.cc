@@ -19,9 +19,10 @@ bool PrerollGovernor::Keep(double late_host_ms) {
 void PrerollGovernor::AfterIteration(double late_host_ms, bool sampled) {
   if (sampled) late_kept_ms_ = std::max(late_kept_ms_, late_kept_pending_);
   late_kept_pending_ = 0;
-  if (sampled && !CanGrow()) {
+  if (sampled && !CanGrow() && at_max_ < kHostBoundIterations) {
     ++at_max_;
-    if (late_host_ms > tolerance_ms_) ++late_at_max_;
+    if (late_host_ms > kHostBoundLateMs) ++late_at_max_;
+    if (at_max_ == kHostBoundIterations) host_bound_ = 2 * late_at_max_ >= at_max_;
   }
   // Twice the lateness and a margin: the host's launch time varies from call to call, and a
   // pre-roll grown by exactly the last lateness would be late again half of the time.

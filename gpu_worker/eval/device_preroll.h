@@ -38,13 +38,15 @@ class PrerollGovernor {
   uint32_t dropped() const { return dropped_; }
   double late_kept_ms() const { return late_kept_ms_; }
 
-  // Host-bound: at least `min_iterations` sampled iterations ran under the longest pre-roll
-  // and the host was late in at least half of them. Such a program's spans hold the host's
-  // launch gaps whatever the pre-roll, vary with the host, and a stop rule fitted where the
-  // host is hidden would sample them to the cap (docs/evaluation.md, "Two clocks").
-  bool HostBound(uint32_t min_iterations) const {
-    return at_max_ >= min_iterations && 2 * late_at_max_ >= at_max_;
-  }
+  // Host-bound: in the first kHostBoundIterations sampled iterations under the longest
+  // pre-roll, the host was more than kHostBoundLateMs late in at least half. Such a program's
+  // spans hold the host's launch gaps whatever the pre-roll, vary with the host, and a stop
+  // rule fitted where the host is hidden would sample them to the cap (docs/evaluation.md,
+  // "Two clocks"). Decided once, at the end of that window, and never again: a candidate
+  // process (which reports its own lateness) cannot pick the moment its sampling stops.
+  static constexpr uint32_t kHostBoundIterations = 20;
+  static constexpr double kHostBoundLateMs = 0.1;
+  bool HostBound() const { return host_bound_; }
   uint32_t late_at_max() const { return late_at_max_; }
   uint32_t at_max() const { return at_max_; }
 
@@ -57,7 +59,10 @@ class PrerollGovernor {
   uint32_t dropped_ = 0;
   double late_kept_ms_ = 0;
   double late_kept_pending_ = 0;  // this iteration's latest kept sample
-  uint32_t at_max_ = 0, late_at_max_ = 0;  // sampled iterations under the longest pre-roll
+  // The first kHostBoundIterations sampled iterations under the longest pre-roll, and those
+  // of them with the host late; the decision taken at their end.
+  uint32_t at_max_ = 0, late_at_max_ = 0;
+  bool host_bound_ = false;
 };
 
 }  // namespace kforge::eval

@@ -66,7 +66,7 @@ TEST(PrerollGovernorTest, ACandidateClaimingLatenessForItsSlowSamplesCanDropOnly
   EXPECT_TRUE(g.Keep(0.011));
 }
 
-TEST(PrerollGovernorTest, AHostLateUnderTheLongestPrerollInHalfTheIterationsIsHostBound) {
+TEST(PrerollGovernorTest, AHostLateUnderTheLongestPrerollInHalfTheWindowIsHostBound) {
   // Session 13's capped five (RNN loops and the like): the host still launched 1-243 ms after
   // the 5 ms pre-roll ended, in most iterations.
   PrerollGovernor g(0.5, 5, 0.01);
@@ -75,23 +75,47 @@ TEST(PrerollGovernorTest, AHostLateUnderTheLongestPrerollInHalfTheIterationsIsHo
   for (int it = 0; it < 19; ++it) g.AfterIteration(it % 2 == 0 ? 8.0 : 0.0, true);
   EXPECT_EQ(g.at_max(), 19u);
   EXPECT_EQ(g.late_at_max(), 10u);
-  EXPECT_FALSE(g.HostBound(20));  // too few iterations yet
+  EXPECT_FALSE(g.HostBound());  // the window is not over yet
   g.AfterIteration(0.0, true);
-  EXPECT_TRUE(g.HostBound(20));  // 10 of 20
-  g.AfterIteration(0.0, true);
-  EXPECT_FALSE(g.HostBound(20));  // 10 of 21: fewer than half
+  EXPECT_TRUE(g.HostBound());  // 10 of 20
+}
+
+TEST(PrerollGovernorTest, TheDecisionIsTakenOnceAtTheEndOfTheWindow) {
+  // A candidate process reports its own lateness: once the window has said "not host-bound",
+  // no lateness reported later (when its samples happen to look fast, say) can stop its
+  // sampling; nor can a window that said "host-bound" be undone.
+  PrerollGovernor g(5, 5, 0.01);
+  for (int it = 0; it < 20; ++it) g.AfterIteration(it < 9 ? 8.0 : 0.0, true);  // 9 of 20
+  EXPECT_FALSE(g.HostBound());
+  for (int it = 0; it < 100; ++it) g.AfterIteration(8.0, true);
+  EXPECT_FALSE(g.HostBound());
+  EXPECT_EQ(g.at_max(), 20u);
+  PrerollGovernor h(5, 5, 0.01);
+  for (int it = 0; it < 20; ++it) h.AfterIteration(8.0, true);
+  EXPECT_TRUE(h.HostBound());
+  for (int it = 0; it < 100; ++it) h.AfterIteration(0.0, true);
+  EXPECT_TRUE(h.HostBound());
+}
+
+TEST(PrerollGovernorTest, LatenessOfMicrosecondsDoesNotMakeAProgramHostBound) {
+  // Late beyond the pre-roll's 10 us tolerance, but by less than 0.1 ms: the spans hold a few
+  // microseconds of gaps, and the stop rule may still converge.
+  PrerollGovernor g(5, 5, 0.01);
+  for (int it = 0; it < 20; ++it) g.AfterIteration(0.05, true);
+  EXPECT_EQ(g.late_at_max(), 0u);
+  EXPECT_FALSE(g.HostBound());
 }
 
 TEST(PrerollGovernorTest, IterationsBeforeThePrerollReachesItsMaximumDoNotCount) {
   PrerollGovernor g(0.5, 5, 0.01);
   for (int it = 0; it < 30; ++it) g.AfterIteration(0.0, true);  // never late: never grows
   EXPECT_EQ(g.at_max(), 0u);
-  EXPECT_FALSE(g.HostBound(20));
+  EXPECT_FALSE(g.HostBound());
   g.AfterIteration(3.0, true);  // grows to 5 ms in this one; counted from the next
   EXPECT_DOUBLE_EQ(g.preroll_ms(), 5);
   EXPECT_EQ(g.at_max(), 0u);
   for (int it = 0; it < 20; ++it) g.AfterIteration(1.0, true);
-  EXPECT_TRUE(g.HostBound(20));
+  EXPECT_TRUE(g.HostBound());
 }
 
 TEST(PrerollGovernorTest, TheStartIsBoundedByTheMaximum) {

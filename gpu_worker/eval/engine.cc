@@ -45,9 +45,6 @@ constexpr double kMaxPrerollMs = 5;  // EvalRequest.timing_preroll_ms
 constexpr double kDevicePrerollMs = 0.5;
 constexpr double kMaxDevicePrerollMs = 5;
 constexpr double kLateHostToleranceMs = 0.01;
-// Sampled iterations under the longest pre-roll after which a program whose host was late in
-// half of them is host-bound, and the device clock stops sampling it (device_preroll.h).
-constexpr uint32_t kHostBoundIterations = 20;
 // The stop rules' relative standard error of the medians (EvalRequest.max_rel_stderr 0).
 constexpr double kDeviceMaxRelStderr = 0.005;
 constexpr double kCallMaxRelStderr = 0.01;
@@ -991,7 +988,7 @@ class Evaluation {
       };
       o.clock = TimingClock::kReported;
       o.reported = [&] { return reported; };
-      o.settled = [&] { return preroll.HostBound(kHostBoundIterations); };
+      o.settled = [&] { return preroll.HostBound(); };
     } else {
       // The judge's clock sees each program's call as a caller does: the reference's forward
       // in this process, the candidate's request to its process, its answer and the judge's
@@ -1078,15 +1075,22 @@ class Evaluation {
       // program's call and before the other's: the one behind makes its call on the same
       // inputs, untimed, so that a model that keeps state across calls stays in step.
       if (ref_calls < cand_calls) {
-        at::NoGradGuard g;
-        ref_out = ref_model_(*sets[cand_last_set].ref);
-        ref_out = py::none();
+        try {
+          at::NoGradGuard g;
+          ref_out = ref_model_(*sets[cand_last_set].ref);
+          ref_out = py::none();
+        } catch (const std::exception& e) {
+          return Verdict{v1::VERDICT_RUNTIME_ERROR,
+                         std::string("the reference's call after the device phase: ") + e.what(),
+                         "engine_error"};
+        }
       } else if (cand_calls < ref_calls) {
         std::string error;
         if (!client_->Call(timed_calls_++, sets[ref_last_set].group, aliases, true,
                            fresh ? 0 : static_cast<uint32_t>(sets.size()), 0, &called, &error)) {
           return Verdict{v1::VERDICT_RUNTIME_ERROR, error + " (timing stage)", ""};
         }
+        if (auto v = CallVerdict(called, dialect, "in the call after the device phase, ")) return v;
       }
     }
     NoteDeviceMemory();  // the timing's inputs and outputs still held

@@ -72,7 +72,7 @@ void ReferenceShares::Record(const v1::EvalRequest& request, bool client_keeps_s
           clock[0] == 'c' ? result->reference_call() : result->reference_device();
       // Only a measurement the stop rule ended, in full and precise: a noisy one (a candidate
       // that disturbed the reference's samples, say) is not handed to other evaluations.
-      if (ref.shared_samples() != 0 || ref.capped() ||
+      if (ref.shared_samples() != 0 || ref.capped() || ref.settled() ||
           static_cast<size_t>(ref.samples_ms_size()) < kMinSamples ||
           RelStderrOfMedian({ref.samples_ms().begin(), ref.samples_ms().end()}) > kMaxRelStderr) {
         continue;

@@ -143,6 +143,9 @@ TEST(ReferenceSharesTest, OnlyAnOkResultWithEnoughSamplesOfItsOwnIsKept) {
   v1::EvalResult capped = OkResult(30, 0.25);
   capped.mutable_reference_device()->set_capped(true);
   shares.Record(r, false, &capped, t0);
+  v1::EvalResult settled = OkResult(30, 0.25);  // a host-bound reference, stopped early
+  settled.mutable_reference_device()->set_settled(true);
+  shares.Record(r, false, &settled, t0);
   v1::EvalResult noisy = OkResult(30, 0.25);  // a disturbed reference: samples 0-2.9 ms
   for (int i = 0; i < 30; ++i) noisy.mutable_reference_device()->set_samples_ms(i, 0.1 * i);
   shares.Record(r, false, &noisy, t0);

@@ -615,7 +615,7 @@ TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate
       converged = true;
       break;
     }
-    if (o.settled && ref_ms.size() >= o.min_samples &&
+    if (o.settled && ref_ms.size() >= o.min_samples && shared.EnoughNew(out.ref.ms) &&
         (!has_candidate || out.cand.ms.size() >= o.min_samples) && o.settled()) {
       out.settled = true;
       break;
@@ -641,7 +641,11 @@ TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate
   out.reference.set_event_fallbacks(out.ref.event_fallbacks);
   out.candidate.set_event_fallbacks(out.cand.event_fallbacks);
   out.reference.set_capped(!converged && !out.settled);
-  if (has_candidate) out.candidate.set_capped(!converged && !out.settled);
+  out.reference.set_settled(out.settled);
+  if (has_candidate) {
+    out.candidate.set_capped(!converged && !out.settled);
+    out.candidate.set_settled(out.settled);
+  }
   if (o.cuda && has_candidate) {
     // The synchronisation's own cost is the same for both programs; a candidate that keeps the
     // device busy after its end event for much longer than the reference does left work

@@ -212,7 +212,7 @@ TEST(TimeInterleavedTest, SettledEndsTheSamplingUncappedOnceBothHaveTheMinimum) 
   o.warmup = 1;
   o.min_samples = 5;
   o.max_samples = 200;
-  o.max_rel_stderr = 1e-9;  // the stop rule is never met
+  o.max_rel_stderr = 0;  // the stop rule is never met (rse < 0 never holds)
   o.time_cap_s = 60;
   uint32_t asked = 0;
   o.settled = [&] { return ++asked >= 3; };
@@ -223,6 +223,8 @@ TEST(TimeInterleavedTest, SettledEndsTheSamplingUncappedOnceBothHaveTheMinimum) 
   EXPECT_EQ(out.cand.ms.size(), 7u);
   EXPECT_FALSE(out.reference.capped());
   EXPECT_FALSE(out.candidate.capped());
+  EXPECT_TRUE(out.reference.settled());
+  EXPECT_TRUE(out.candidate.settled());
 }
 
 TEST(TimeInterleavedTest, WithoutSettledTheSameTimingIsCapped) {
@@ -230,7 +232,7 @@ TEST(TimeInterleavedTest, WithoutSettledTheSameTimingIsCapped) {
   o.warmup = 1;
   o.min_samples = 5;
   o.max_samples = 12;
-  o.max_rel_stderr = 1e-9;
+  o.max_rel_stderr = 0;
   TimingOutcome out = TimeInterleaved([](int) {}, [](int) {}, o);
   EXPECT_FALSE(out.settled);
   EXPECT_EQ(out.ref.ms.size(), 12u);
