@@ -50,7 +50,8 @@ GPU turn: kind, round, candidate, start, seconds), and compat_table.txt a `repea
   over the candidate's (`median_ci_low_ms/high_ms` of the clock's pair:
   [ref_low/cand_high, ref_high/cand_low]);
 - capped: the fraction of `ok` evaluations (first passes and repeats) whose TimingStats said
-  `capped` on either program (any of the four clock pairs);
+  `capped` on either program (any of the four clock pairs), and how many said `settled` (the
+  device clock stopped early on a host-bound program: not capped);
 - ok wall: median and p90 of the client's wall time of a request that ended `ok`;
 - evaluations per GPU-hour, all verdicts: kforge GPU turns over the seconds of those turns
   (the first turn includes the fork server's start); the same with the evaluations decided by
@@ -323,10 +324,10 @@ TWO_CLOCK_SCALARS = ("speedup_device", "speedup_call", "speedup_clock", "speedup
                      "speedup_device_busy", "reference_device_busy_ms",
                      "candidate_device_busy_ms", "speedup_call_ci_low", "speedup_call_ci_high",
                      "speedup_device_ci_low", "speedup_device_ci_high", "speedup_call_between_sd",
-                     "speedup_device_between_sd")
+                     "speedup_device_between_sd", "strict_rule", "strict_reason")
 TWO_CLOCK_PAIRS = ("reference_device", "candidate_device", "reference_call", "candidate_call")
 PAIR_KEYS = ("median_ms", "mean_ms", "min_ms", "std_ms", "n", "median_ci_low_ms",
-             "median_ci_high_ms", "capped", "event_fallbacks")
+             "median_ci_high_ms", "capped", "settled", "event_fallbacks")
 
 
 def two_clocks(r):
@@ -899,6 +900,11 @@ def capped(ev):
     return any(flags) if flags else None
 
 
+def settled(ev):
+    """Whether the device clock stopped early on a host-bound program (TimingStats.settled)."""
+    return any((ev.get(p) or {}).get("settled") for p in TWO_CLOCK_PAIRS)
+
+
 def device_busy_ms(ev):
     """reference + candidate device-clock median x samples: the timed device work, in ms."""
     total = 0.0
@@ -962,7 +968,8 @@ def repeats_summary(args, rows, turn_log, wall_s, back_to_back):
         outside_first_ci={c: dict(outside=o, repeats=t, fraction=(o / t if t else None))
                           for c, (o, t) in outside.items()},
         capped=dict(capped=sum(caps), evaluations=len(caps),
-                    fraction=(sum(caps) / len(caps) if caps else None)),
+                    fraction=(sum(caps) / len(caps) if caps else None),
+                    settled=sum(settled(ev) for ev in ok_evs)),
         ok_wall_s=(dict(median=quantile(walls, 0.5), p90=quantile(walls, 0.9), count=len(walls))
                    if walls else None),
         evaluations=dict(gpu_turns=len(kf_turns), from_build_ahead=from_build_ahead,
@@ -1001,7 +1008,8 @@ def repeats_table(s):
                      f"{o['repeats']} ({pct(o['fraction'])})")
     cp = s["capped"]
     lines.append(f"ok evaluations capped: {cp['capped']}/{cp['evaluations']} "
-                 f"({pct(cp['fraction'])})")
+                 f"({pct(cp['fraction'])}); settled (host-bound, device clock): "
+                 f"{cp.get('settled', 0)}")
     w = s["ok_wall_s"] or {}
     e = s["evaluations"]
     lines.append(f"ok evaluation wall: median {num(w.get('median'))} s p90 {num(w.get('p90'))} "
