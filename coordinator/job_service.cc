@@ -60,8 +60,9 @@ grpc::Status JobServiceImpl::SubmitTask(grpc::ServerContext* ctx, const v1::Subm
   if (absl::Status s = ValidateTaskSource(req->source()); !s.ok()) return ToGrpcStatus(s);
   if (req->name().size() > 256) return Invalid("name must be at most 256 bytes");
   const v1::TaskOptions& o = req->options();
-  if (absl::Status s = ValidateTaskOptions(o.precision(), o.atol(), o.rtol(),
-                                           o.correctness_trials(), o.policy(), o.speedup_clock());
+  if (absl::Status s =
+          ValidateTaskOptions(o.precision(), o.atol(), o.rtol(), o.correctness_trials(), o.policy(),
+                              o.speedup_clock(), o.numerics());
       !s.ok()) {
     return ToGrpcStatus(s);
   }

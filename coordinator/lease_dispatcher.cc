@@ -28,6 +28,7 @@ void ApplyTaskOptions(const std::string& options_json, v1::EvalRequest* req) {
   req->set_correctness_trials(opts.correctness_trials());
   req->set_policy(opts.policy());
   req->set_speedup_clock(opts.speedup_clock());
+  req->set_numerics(opts.numerics());
 }
 
 v1::CoordinatorMessage LeaseMessage(const LeaseGrant& g, double lease_timeout_s) {

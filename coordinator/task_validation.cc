@@ -83,8 +83,9 @@ absl::Status EmptyOrOneOf(const char* field, const std::string& value, const cha
 
 absl::Status ValidateTaskOptions(const std::string& precision, double atol, double rtol,
                                  uint32_t trials, const std::string& policy,
-                                 const std::string& speedup_clock) {
+                                 const std::string& speedup_clock, const std::string& numerics) {
   if (absl::Status s = EmptyOrOneOf("policy", policy, "strict", "runtime"); !s.ok()) return s;
+  if (absl::Status s = EmptyOrOneOf("numerics", numerics, "fp32", "torch"); !s.ok()) return s;
   if (absl::Status s = EmptyOrOneOf("speedup_clock", speedup_clock, "device", "call"); !s.ok()) {
     return s;
   }

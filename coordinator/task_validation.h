@@ -30,12 +30,14 @@ bool IsUuid(std::string_view text);
 
 // A task's judging options: precision fp32, fp16 or bf16 (or empty); atol and rtol 0 (the
 // precision's default) or finite within (0, kMaxTolerance]; at most kMaxTrials trials; policy
-// strict or runtime (or empty); speedup_clock device or call (or empty: device).
+// strict or runtime (or empty); speedup_clock device or call (or empty: call); numerics fp32 or
+// torch (or empty: fp32).
 inline constexpr double kMaxTolerance = 1;
 inline constexpr uint32_t kMaxTrials = 100;
 absl::Status ValidateTaskOptions(const std::string& precision, double atol, double rtol,
                                  uint32_t trials, const std::string& policy = "",
-                                 const std::string& speedup_clock = "");
+                                 const std::string& speedup_clock = "",
+                                 const std::string& numerics = "");
 
 }  // namespace kforge
 

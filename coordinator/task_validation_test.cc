@@ -51,6 +51,11 @@ TEST(TaskValidationTest, RejectsAbsurdOptions) {
   EXPECT_TRUE(ValidateTaskOptions("", 0, 0, 0, "runtime").ok());
   EXPECT_EQ(ValidateTaskOptions("", 0, 0, 0, "lenient").message(),
             "options.policy must be strict or runtime, not 'lenient'");
+  for (const char* numerics : {"", "fp32", "torch"}) {
+    EXPECT_TRUE(ValidateTaskOptions("", 0, 0, 0, "", "", numerics).ok()) << numerics;
+  }
+  EXPECT_EQ(ValidateTaskOptions("", 0, 0, 0, "", "", "tf32").message(),
+            "options.numerics must be fp32 or torch, not 'tf32'");
   for (const char* clock : {"", "device", "call"}) {
     EXPECT_TRUE(ValidateTaskOptions("", 0, 0, 0, "", clock).ok()) << clock;
   }

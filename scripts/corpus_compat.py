@@ -273,7 +273,8 @@ def kforge_request(run, server, c, **extra):
     t0 = time.time()
     try:
         r = server.evaluate(task_source=c["ref"], candidate_source=c["src"],
-                            task_name=c["name"], policy=run.args.policy, **extra)
+                            task_name=c["name"], policy=run.args.policy,
+                            numerics=run.args.numerics, **extra)
     except (EOFError, OSError, ValueError) as e:
         r = {"verdict": "<no answer>", "reason": f"fork server gave no answer: {e!r}"}
     finally:
@@ -1055,6 +1056,9 @@ def parse_args(argv):
     p.add_argument("--kforge-skip", default="", help="kforge not run for these: level_task,...")
     p.add_argument("--policy", default="", choices=("", "strict", "runtime"),
                    help="kforge's EvalRequest.policy (empty: the engine's default)")
+    p.add_argument("--numerics", default="", choices=("", "fp32", "torch"),
+                   help="kforge's EvalRequest.numerics (empty: fp32; torch: KernelBench's "
+                        "TF32 convolutions)")
     p.add_argument("--budget-s", type=float, default=420, help="the whole run's time budget")
     p.add_argument("--min-turn-s", type=float, default=5,
                    help="no GPU turn starts with less than this left of the budget")

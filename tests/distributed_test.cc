@@ -101,6 +101,29 @@ TEST(DistributedTest, BatchLandsOnlyOnWorkersOfTheRequestedType) {
   EXPECT_EQ(rows.Get(0, "total"), "6");
 }
 
+// A task's numerics reach the candidate's process through the coordinator, the worker and the
+// fork server: under "torch" cuDNN's TF32 is on there, so the candidate that answers correctly
+// only under fp32 (the default, tested in CPU mode by run_cases.py) is incorrect.
+TEST(DistributedTest, TaskNumericsReachTheCandidateProcess) {
+  Cluster cluster("dist_numerics");
+  ASSERT_NE(cluster.StartWorker("cpu"), nullptr);
+  v1::TaskOptions options;
+  options.set_numerics("torch");
+  std::string task = cluster.SubmitTask("examples/tasks/tiny/tiny_relu.py", options);
+  v1::EvaluateBatchRequest req;
+  req.set_task_id(task);
+  auto* spec = req.add_candidates();
+  spec->set_source(ReadSourceFile("tests/engine/candidates/fp32_switch_defaults.py"));
+  spec->set_client_ref("fp32_switch_defaults");
+  req.add_gpu_types("cpu");
+  std::vector<v1::EvaluationRecord> records;
+  auto stub = cluster.Stub();
+  grpc::Status s = ReadBatch(*stub, req, &records, nullptr);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].result().verdict(), v1::VERDICT_INCORRECT) << records[0].result().reason();
+}
+
 // The trust boundary end to end: exploit candidates that forge a result from host C++, reach
 // for the judge, or answer before their work is done run under the runtime policy (no static
 // rule stops them) through a worker's sandbox, and none of them reaches PostgreSQL as `ok`.

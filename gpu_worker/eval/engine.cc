@@ -184,6 +184,11 @@ class Evaluation {
                      "policy must be \"strict\" or \"runtime\", not \"" + policy + "\"",
                      "bad_request"};
     }
+    if (!req_.numerics().empty() && req_.numerics() != "fp32" && req_.numerics() != "torch") {
+      return Verdict{v1::VERDICT_RUNTIME_ERROR,
+                     "numerics must be \"fp32\" or \"torch\", not \"" + req_.numerics() + "\"",
+                     "bad_request"};
+    }
     strict_ = policy == "strict";  // runtime unless asked (docs/evaluation.md, "The trust boundary")
     result_.set_policy(strict_ ? "strict" : "runtime");
     RuleViolation rv = CheckCandidateSource(req_.candidate_source(), dialect, req_.task_source());
@@ -206,6 +211,8 @@ class Evaluation {
       interpreter_ = StartPython(&error);
       if (!interpreter_) return Verdict{v1::VERDICT_RUNTIME_ERROR, error, "engine_error"};
     }
+    // Before the candidate process is forked, which inherits it (StartPython: fp32).
+    SetTorchNumerics(req_.numerics() == "torch");
     result_.mutable_stages()->set_startup_s(
         std::chrono::duration<double>(Clock::now() - ctx_.process_start).count());
     // The candidate process, forked before this process touches CUDA (it gets a context of its

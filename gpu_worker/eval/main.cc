@@ -7,6 +7,7 @@
 //               [--build-timeout S] [--correctness-timeout S]
 //               [--timing-timeout S] [--cache-dir DIR] [--request REQ.pb] [--result-pb OUT.pb]
 //               [--build-only] [--keep-samples] [--policy strict|runtime]
+//               [--numerics fp32|torch]
 //   kforge-eval --serve stdio|FIFO_DIR [--answer pb|json] [--cache-dir DIR]  (fork server)
 //
 // Exit status: 0 whenever a verdict was produced (whatever it is), 2 for bad usage.
@@ -40,6 +41,7 @@ constexpr char kUsage[] =
     "                   [--timing-clock activity|events] [--build-timeout S]\n"
     "                   [--correctness-timeout S] [--timing-timeout S] [--cache-dir DIR]\n"
     "                   [--build-only] [--keep-samples] [--policy strict|runtime]\n"
+    "                   [--numerics fp32|torch]\n"
     "       kforge-eval --request REQ.pb|- [--result-pb OUT.pb] [--json OUT] [--cache-dir DIR]\n"
     "                   [--build-only] [--keep-samples]\n"
     "       kforge-eval --baseline TASK_DIR [--device D] [--json OUT.jsonl] [--per-task-cap S]\n"
@@ -104,15 +106,15 @@ int main(int argc, char** argv) {
   // Every flag that takes a value, and whether the value must be a number: finite, not "abc"
   // silently read as 0 (the default).
   static const std::map<std::string, bool> kValueFlags = {
-      {"task", false},          {"candidate", false},     {"dialect", false},
-      {"device", false},        {"arch", false},          {"seed", true},
-      {"json", false},          {"trials", true},         {"atol", true},
-      {"rtol", true},           {"min-samples", true},    {"max-rel-stderr", true},
-      {"preroll-ms", true},     {"build-timeout", true},  {"correctness-timeout", true},
-      {"timing-timeout", true}, {"cache-dir", false},     {"request", false},
-      {"result-pb", false},     {"baseline", false},      {"per-task-cap", true},
-      {"serve", false},         {"answer", false},        {"timing-clock", false},
-      {"policy", false}};
+      {"task", false},          {"candidate", false},    {"dialect", false},
+      {"device", false},        {"arch", false},         {"seed", true},
+      {"json", false},          {"trials", true},        {"atol", true},
+      {"rtol", true},           {"min-samples", true},   {"max-rel-stderr", true},
+      {"preroll-ms", true},     {"build-timeout", true}, {"correctness-timeout", true},
+      {"timing-timeout", true}, {"cache-dir", false},    {"request", false},
+      {"result-pb", false},     {"baseline", false},     {"per-task-cap", true},
+      {"serve", false},         {"answer", false},       {"timing-clock", false},
+      {"policy", false},        {"numerics", false}};
   for (const auto& [k, v] : flags) {
     auto known = kValueFlags.find(k);
     if (known == kValueFlags.end()) return Usage("unknown flag --" + k);
@@ -190,6 +192,7 @@ int main(int argc, char** argv) {
     req.set_timing_preroll_ms(num("preroll-ms", 0));
     req.set_timing_clock(flags["timing-clock"]);  // checked by the engine (bad_request)
     req.set_policy(flags["policy"]);              // likewise
+    req.set_numerics(flags["numerics"]);          // likewise
     req.mutable_limits()->set_build_s(num("build-timeout", 0));
     req.mutable_limits()->set_correctness_s(num("correctness-timeout", 0));
     req.mutable_limits()->set_timing_s(num("timing-timeout", 0));

@@ -26,13 +26,8 @@ std::unique_ptr<py::scoped_interpreter> StartPython(std::string* error) {
     }
     sys.attr("argv") = py::make_tuple("kforge-eval");
     sys.attr("dont_write_bytecode") = true;
-    py::module_ torch = py::module_::import("torch");
-    // fp32 convolutions in fp32, in the judge and in the candidate's process alike: torch's
-    // default lets cuDNN use TF32, and two processes whose convolutions pick different
-    // algorithms (a candidate's cudnn.benchmark, its channels_last layout) then differ by
-    // 1e-3, ten times the fp32 tolerance (docs/evaluation.md, "Numerics of the reference").
-    // Matmuls already default to fp32. A candidate may turn TF32 on in its own process only.
-    torch.attr("backends").attr("cudnn").attr("allow_tf32") = false;
+    py::module_::import("torch");
+    SetTorchNumerics(false);
     py::module_ kforge = py::module_::import("kforge");
     sys.attr("modules")["kforge.cuda"] = kforge.attr("cuda");
   } catch (const py::error_already_set& e) {
@@ -40,6 +35,15 @@ std::unique_ptr<py::scoped_interpreter> StartPython(std::string* error) {
     return nullptr;
   }
   return interp;
+}
+
+void SetTorchNumerics(bool torch_defaults) {
+  // fp32 convolutions in fp32, in the judge and in the candidate's process alike: torch's
+  // default lets cuDNN use TF32, and two processes whose convolutions pick different
+  // algorithms (a candidate's cudnn.benchmark, its channels_last layout) then differ by
+  // 1e-3, ten times the fp32 tolerance (docs/evaluation.md, "Numerics of the reference").
+  // Matmuls already default to fp32. A candidate may turn TF32 on in its own process only.
+  py::module_::import("torch").attr("backends").attr("cudnn").attr("allow_tf32") = torch_defaults;
 }
 
 std::string DescribePythonError(const py::error_already_set& e, size_t max_bytes) {

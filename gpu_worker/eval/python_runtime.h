@@ -19,6 +19,11 @@ namespace kforge::eval {
 // Starts the interpreter and imports torch. On failure returns null and sets `error`.
 std::unique_ptr<pybind11::scoped_interpreter> StartPython(std::string* error);
 
+// EvalRequest.numerics: torch's defaults (cuDNN may use TF32) or, by default, fp32 convolutions
+// in fp32. The interpreter must be running (StartPython sets fp32); a forked candidate process
+// inherits the setting.
+void SetTorchNumerics(bool torch_defaults);
+
 // Formats the active Python exception (type, message, last traceback lines) for a reason.
 std::string DescribePythonError(const pybind11::error_already_set& e, size_t max_bytes = 4000);
 

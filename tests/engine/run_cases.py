@@ -143,12 +143,19 @@ def cases(device):
     for stem, expect in (("honest", ("ok", None)), ("stateless", ("incorrect", None))):
         out.append(dict(name=f"stateful/{stem}", task=os.path.join(sdir, "task.py"),
                         candidate=os.path.join(sdir, stem + ".py"), expect=expect, strict=True))
+    # numerics "torch": torch's defaults reach the candidate's process (cuDNN's TF32 on), so the
+    # candidate that checks for fp32 answers wrongly.
+    out.append(dict(name="tests/fp32_switch_defaults_under_torch_numerics",
+                    task=TASK_DIRS["tiny_relu"],
+                    candidate=os.path.join(TESTS, "fp32_switch_defaults.py"),
+                    expect=("incorrect", None), strict=True, numerics="torch"))
     # Malformed requests: a clear verdict naming the request, whatever the device.
     correct = os.path.join(EX, "candidates", "tiny_relu", "correct.py")
     for name, override in (("preroll_out_of_range", dict(preroll_ms=9)),
                            ("preroll_negative", dict(preroll_ms=-1)),
                            ("unknown_device", dict(device="tpu")),
-                           ("unknown_timing_clock", dict(timing_clock="sundial"))):
+                           ("unknown_timing_clock", dict(timing_clock="sundial")),
+                           ("unknown_numerics", dict(numerics="fp8"))):
         out.append(dict(name=f"requests/{name}", task=TASK_DIRS["tiny_relu"], candidate=correct,
                         expect=("runtime_error", "bad_request"), strict=True, **override))
     # Attacks on the trust boundary, under the runtime policy (no static rule refuses them).
@@ -211,7 +218,8 @@ def run_served(case, args):
             device=case["device"], task_name=case["task"],
             correctness_s=args.correctness_timeout, timing_s=args.timing_timeout,
             keep_samples=True, preroll_ms=case["preroll_ms"],
-            timing_clock=case["timing_clock"], policy=case["policy"])
+            timing_clock=case["timing_clock"], policy=case["policy"],
+            numerics=case.get("numerics", ""))
     except (EOFError, BrokenPipeError) as e:
         _local.server = None
         return dict(verdict="<no result>", reason=f"fork server: {e}", rule="")
@@ -231,6 +239,8 @@ def run(case, args):
             cmd += ["--timing-clock", case["timing_clock"]]
         if case["policy"]:
             cmd += ["--policy", case["policy"]]
+        if case.get("numerics"):
+            cmd += ["--numerics", case["numerics"]]
         if args.cache_dir:
             cmd += ["--cache-dir", args.cache_dir]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)

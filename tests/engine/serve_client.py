@@ -38,8 +38,9 @@ def _double(field, x):
 def encode_request(task_source, candidate_source, device="cuda", dialect="", seed=0, arch="",
                    task_name="", trials=0, build_s=0, correctness_s=0, timing_s=0,
                    min_samples=0, max_rel_stderr=0.0, build_only=False, keep_samples=False,
-                   preroll_ms=0.0, timing_clock="", policy="", shared_reference_call_ms=()):
-    """EvalRequest bytes (fields 1-18 and 20 of eval.proto)."""
+                   preroll_ms=0.0, timing_clock="", policy="", shared_reference_call_ms=(),
+                   numerics=""):
+    """EvalRequest bytes (fields 1-18, 20 and 23 of eval.proto)."""
     msg = _bytes(1, task_source) + _bytes(2, candidate_source)
     if dialect:
         msg += _key(3, 0) + _varint(DIALECTS[dialect])
@@ -74,6 +75,8 @@ def encode_request(task_source, candidate_source, device="cuda", dialect="", see
         msg += _bytes(18, policy)
     if shared_reference_call_ms:  # packed repeated double
         msg += _bytes(20, b"".join(struct.pack("<d", x) for x in shared_reference_call_ms))
+    if numerics:
+        msg += _bytes(23, numerics)
     return msg
 
 
