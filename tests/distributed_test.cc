@@ -101,37 +101,18 @@ TEST(DistributedTest, BatchLandsOnlyOnWorkersOfTheRequestedType) {
   EXPECT_EQ(rows.Get(0, "total"), "6");
 }
 
-// A task's numerics reach the candidate's process through the coordinator, the worker and the
-// fork server: under "torch" cuDNN's TF32 is on there, so the candidate that answers correctly
-// only under fp32 (the default, tested in CPU mode by run_cases.py) is incorrect.
-TEST(DistributedTest, TaskNumericsReachTheCandidateProcess) {
-  Cluster cluster("dist_numerics");
-  ASSERT_NE(cluster.StartWorker("cpu"), nullptr);
-  v1::TaskOptions options;
-  options.set_numerics("torch");
-  std::string task = cluster.SubmitTask("examples/tasks/tiny/tiny_relu.py", options);
-  v1::EvaluateBatchRequest req;
-  req.set_task_id(task);
-  auto* spec = req.add_candidates();
-  spec->set_source(ReadSourceFile("tests/engine/candidates/fp32_switch_defaults.py"));
-  spec->set_client_ref("fp32_switch_defaults");
-  req.add_gpu_types("cpu");
-  std::vector<v1::EvaluationRecord> records;
-  auto stub = cluster.Stub();
-  grpc::Status s = ReadBatch(*stub, req, &records, nullptr);
-  ASSERT_TRUE(s.ok()) << s.error_message();
-  ASSERT_EQ(records.size(), 1u);
-  EXPECT_EQ(records[0].result().verdict(), v1::VERDICT_INCORRECT) << records[0].result().reason();
-}
-
 // The trust boundary end to end: exploit candidates that forge a result from host C++, reach
 // for the judge, or answer before their work is done run under the runtime policy (no static
 // rule stops them) through a worker's sandbox, and none of them reaches PostgreSQL as `ok`.
+// The task's numerics ("torch": cuDNN's TF32 on) reach the candidate's process the same way:
+// the candidate that answers correctly only under fp32 (the default, tested in CPU mode by
+// run_cases.py) is incorrect.
 TEST(DistributedTest, ForgedResultsNeverReachTheDatabase) {
   Cluster cluster("dist_forged");
   ASSERT_NE(cluster.StartWorker("cpu"), nullptr);
   v1::TaskOptions options;
   options.set_policy("runtime");
+  options.set_numerics("torch");
   std::string task = cluster.SubmitTask("examples/tasks/tiny/tiny_relu.py", options);
   v1::EvaluateBatchRequest req;
   req.set_task_id(task);
@@ -141,12 +122,15 @@ TEST(DistributedTest, ForgedResultsNeverReachTheDatabase) {
     spec->set_dialect(v1::DIALECT_CPP);
     spec->set_client_ref(c);
   }
+  auto* numerics = req.add_candidates();
+  numerics->set_source(ReadSourceFile("tests/engine/candidates/fp32_switch_defaults.py"));
+  numerics->set_client_ref("fp32_switch_defaults");
   req.add_gpu_types("cpu");
   std::vector<v1::EvaluationRecord> records;
   auto stub = cluster.Stub();
   grpc::Status s = ReadBatch(*stub, req, &records, nullptr);
   ASSERT_TRUE(s.ok()) << s.error_message();
-  ASSERT_EQ(records.size(), 3u);
+  ASSERT_EQ(records.size(), 4u);
   std::map<std::string, v1::EvalResult> results;
   for (const auto& r : records) results[r.client_ref()] = r.result();
   EXPECT_EQ(results["forged_result"].verdict(), v1::VERDICT_RUNTIME_ERROR)
@@ -154,6 +138,8 @@ TEST(DistributedTest, ForgedResultsNeverReachTheDatabase) {
   EXPECT_EQ(results["reaches_judge"].verdict(), v1::VERDICT_INCORRECT)
       << results["reaches_judge"].reason();
   EXPECT_EQ(results["early_done"].rule(), "stale_memory") << results["early_done"].reason();
+  EXPECT_EQ(results["fp32_switch_defaults"].verdict(), v1::VERDICT_INCORRECT)
+      << results["fp32_switch_defaults"].reason();
   for (const auto& [ref, r] : results) {
     EXPECT_EQ(r.policy(), "runtime") << ref;
     EXPECT_FALSE(r.has_speedup()) << ref;
@@ -162,7 +148,7 @@ TEST(DistributedTest, ForgedResultsNeverReachTheDatabase) {
       "SELECT count(*) FILTER (WHERE verdict = 'ok' OR speedup IS NOT NULL) AS forged, "
       "count(*) AS total FROM evaluations WHERE task_id = '" + task + "'");
   EXPECT_EQ(rows.Get(0, "forged"), "0");
-  EXPECT_EQ(rows.Get(0, "total"), "3");
+  EXPECT_EQ(rows.Get(0, "total"), "4");
 }
 
 TEST(DistributedTest, MalformedAndUnknownRequestsGetClearErrors) {
