@@ -274,7 +274,8 @@ def kforge_request(run, server, c, **extra):
     try:
         r = server.evaluate(task_source=c["ref"], candidate_source=c["src"],
                             task_name=c["name"], policy=run.args.policy,
-                            numerics=run.args.numerics, **extra)
+                            numerics=run.args.numerics, atol=run.args.atol,
+                            rtol=run.args.rtol, **extra)
     except (EOFError, OSError, ValueError) as e:
         r = {"verdict": "<no answer>", "reason": f"fork server gave no answer: {e!r}"}
     finally:
@@ -299,7 +300,8 @@ def kforge_fields(r, wall_s):
                stages={k: v for k, v in (r.get("stages") or {}).items()},
                sm_clock_mhz=system.get("sm_clock_mhz"),
                temperature_c=system.get("temperature_c"), gpu=system.get("gpu_name"),
-               device_memory_used_bytes=int(system.get("device_memory_used_bytes") or 0))
+               device_memory_used_bytes=int(system.get("device_memory_used_bytes") or 0),
+               correctness=r.get("correctness") or None)
     if isinstance(r.get("timing"), dict):  # the two clocks (call, device), where reported
         out["timing"] = r["timing"]
     out.update(two_clocks(r))
@@ -1059,6 +1061,10 @@ def parse_args(argv):
     p.add_argument("--numerics", default="", choices=("", "fp32", "torch"),
                    help="kforge's EvalRequest.numerics (empty: fp32; torch: KernelBench's "
                         "TF32 convolutions)")
+    p.add_argument("--atol", type=float, default=0,
+                   help="kforge's EvalRequest.atol (0: the default for the output's dtype, "
+                        "1e-4 for fp32; KernelBench's harness uses 1e-2)")
+    p.add_argument("--rtol", type=float, default=0, help="kforge's EvalRequest.rtol (as --atol)")
     p.add_argument("--budget-s", type=float, default=420, help="the whole run's time budget")
     p.add_argument("--min-turn-s", type=float, default=5,
                    help="no GPU turn starts with less than this left of the budget")

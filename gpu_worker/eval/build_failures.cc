@@ -5,10 +5,29 @@
 namespace py = pybind11;
 
 namespace kforge::eval {
+namespace {
+
+ExtensionBuilds& Builds() {
+  static ExtensionBuilds builds;
+  return builds;
+}
+
+}  // namespace
+
+const ExtensionBuilds& ExtensionBuildsSoFar() { return Builds(); }
 
 void RememberFailedExtensionBuilds() {
-  py::exec(R"(
-def _kforge_extension_builds():
+  py::dict scope;
+  scope["_kforge_note_build"] = py::cpp_function([](bool built, const std::string& what) {
+    ExtensionBuilds& b = Builds();
+    if (built) {
+      ++b.built;
+    } else if (b.failed++ == 0) {
+      b.first_failure = what.substr(0, 1024);
+    }
+  });
+  py::exec(R"PY(
+def _kforge_extension_builds(note):
     import fcntl, functools, hashlib, os, re
     import torch
     import torch.utils.cpp_extension as ext
@@ -101,12 +120,32 @@ def _kforge_extension_builds():
                 raise
         return call
 
-    ext.load_inline = remember(ext.load_inline, "load_inline")
+    def first_error(text):
+        lines = [l.strip() for l in text.splitlines() if l.strip()]
+        for l in lines:
+            if diagnostic.search(l):  # the file's directory is the candidate's namespace
+                return re.sub(r"[^\s:()]*/(?=[^/\s:()]+\.(?:cu|cuh|cpp|cc|cxx|c|h|hpp)\b)", "", l)
+        return lines[0] if lines else ""
 
-_kforge_extension_builds()
-del _kforge_extension_builds
-)",
-           py::module_::import("__main__").attr("__dict__"));
+    def count(real, kind):
+        @functools.wraps(real)
+        def call(*args, **kwargs):
+            name = kwargs.get("name", args[0] if args else "?")
+            try:
+                module = real(*args, **kwargs)
+            except Exception as e:
+                note(False, "%s(%r): %s" % (kind, name, first_error(str(e)) or type(e).__name__))
+                raise
+            note(True, "")
+            return module
+        return call
+
+    ext.load_inline = count(remember(ext.load_inline, "load_inline"), "load_inline")
+    ext.load = count(ext.load, "load")
+
+_kforge_extension_builds(_kforge_note_build)
+)PY",
+           scope);
 }
 
 }  // namespace kforge::eval

@@ -26,6 +26,13 @@
 // a process that had to wait for it builds anyway (a no-op for ninja when the holder finished,
 // the build when the holder died), where torch's waiter would load whatever was left.
 //
+// Every call of load_inline and load is also counted, built or failed (any exception out of
+// it, a replayed failure included), with the first failure's build name and first error line:
+// the runtime `fallback` rule (runtime_rules.h, FailedBuild) rejects a candidate that went on
+// without its failed build. Counted in the candidate's process, so a policy on what it did:
+// a candidate can hide a failure (call torch's internals, or build something else), and is
+// then judged, like any other, by what ran.
+//
 // An optimisation in the candidate's own (untrusted) process, not a defence: the candidate can
 // undo it (it then compiles again, or waits on torch's lock) or plant markers (its own builds
 // then fail: the namespace is its task's and its own, candidate_files.h). Nothing is remembered
@@ -33,11 +40,23 @@
 #ifndef KFORGE_GPU_WORKER_EVAL_BUILD_FAILURES_H_
 #define KFORGE_GPU_WORKER_EVAL_BUILD_FAILURES_H_
 
+#include <cstdint>
+#include <string>
+
 namespace kforge::eval {
 
-// Imports torch.utils.cpp_extension and wraps load_inline. Call before the audit hook
-// and any candidate code, with the GIL held. Raises pybind11::error_already_set on failure.
+// Imports torch.utils.cpp_extension and wraps load_inline and load. Call once, before the
+// audit hook and any candidate code, with the GIL held. Raises pybind11::error_already_set on
+// failure.
 void RememberFailedExtensionBuilds();
+
+// The extension builds of this process so far (all zero when the wrappers are not installed).
+struct ExtensionBuilds {
+  uint32_t built = 0;
+  uint32_t failed = 0;
+  std::string first_failure;  // "load_inline('name'): first error line"
+};
+const ExtensionBuilds& ExtensionBuildsSoFar();
 
 }  // namespace kforge::eval
 

@@ -257,6 +257,7 @@ class CandidateProcess {
       failed->set_compiler_log(out.compiler_log());
       return *failed;
     }
+    if (auto v = BuildFallback("")) return Fail(out, v->verdict, v->reason, v->rule);
     if (strict_ && SwitchSnapshot() != switches_) {
       return Fail(out, v1::VERDICT_REJECTED,
                   "global_switch: building the candidate changed process-wide torch settings "
@@ -536,6 +537,12 @@ class CandidateProcess {
     }
   }
 
+  // A failed extension build the candidate went on without (runtime_rules.h, FailedBuild).
+  static std::optional<Verdict> BuildFallback(const std::string& where) {
+    const ExtensionBuilds& b = ExtensionBuildsSoFar();
+    return FailedBuild(b.failed, b.built, b.first_failure, where);
+  }
+
   std::optional<Verdict> Rules(const judge::Call& call, const std::vector<at::Tensor>& outputs,
                                const std::vector<at::Tensor>& in, bool subclass) {
     const std::string where =
@@ -560,6 +567,7 @@ class CandidateProcess {
       }
     }
     if (auto v = ReturnsInput(aliases, in.size(), outputs, in, where)) return v;
+    if (auto v = BuildFallback(where)) return v;
     if (strict_ && SwitchSnapshot() != switches_) {
       return Verdict{v1::VERDICT_REJECTED,
                      "global_switch: the candidate changed process-wide torch settings while "

@@ -932,19 +932,21 @@ class Evaluation {
     };
     // The iteration under way is a sampled one (not a warm-up).
     auto sampled = [&] { return iterations > static_cast<uint32_t>(o.warmup); };
+    // The reference's forward on set `s`, counted: every call of it in this phase (timed,
+    // shared untimed, levelling) goes through here.
+    auto ref_forward = [&](int s) {
+      at::NoGradGuard g;
+      ref_out = ref_model_(*sets[s].ref);
+      ++ref_calls;
+      ref_last_set = s;
+    };
     Program ref, cand;
     if (device) {
       // The reference's span, measured here; the candidate's, measured in its process, used
       // only when it is no longer than the judge saw the whole call take.
       ref = [&](int s) {
-        DeviceClock::Reading r = judge_clock_->Sample(
-            [&] {
-              at::NoGradGuard g;
-              ref_out = ref_model_(*sets[s].ref);
-              ++ref_calls;
-              ref_last_set = s;
-            },
-            preroll.preroll_ms());
+        DeviceClock::Reading r =
+            judge_clock_->Sample([&] { ref_forward(s); }, preroll.preroll_ms());
         late = std::max(late, r.late_host_ms);
         if (r.ok) ++ref_busy_calls;
         reported = r.ok && preroll.Keep(r.late_host_ms) ? r.span_ms : std::nan("");
@@ -1005,8 +1007,7 @@ class Evaluation {
       std::vector<at::Tensor> ref_slots;
       for (const at::Tensor& t : out_like) ref_slots.push_back(at::empty_like(t));
       ref = [&, ref_slots](int s) {
-        at::NoGradGuard g;
-        ref_out = ref_model_(*sets[s].ref);
+        ref_forward(s);
         std::vector<at::Tensor> outs = OutputsToTensors(ref_out).tensors;
         for (size_t k = 0; k < outs.size() && k < ref_slots.size(); ++k) {
           ref_slots[k].copy_(outs[k]);
@@ -1066,12 +1067,7 @@ class Evaluation {
       o.reference_timed = [this, salt](uint32_t i) {
         return DeriveSeed(seed_, salt + i) % kShareEvery == 0;
       };
-      o.reference_untimed = [&](int s) {
-        at::NoGradGuard g;
-        ref_out = ref_model_(*sets[s].ref);
-        ++ref_calls;
-        ref_last_set = s;
-      };
+      o.reference_untimed = ref_forward;
     }
     try {
       phase->out = TimeInterleaved(timed_ref, timed_cand, o, hooks);
@@ -1083,8 +1079,7 @@ class Evaluation {
       // inputs, untimed, so that a model that keeps state across calls stays in step.
       if (ref_calls < cand_calls) {
         try {
-          at::NoGradGuard g;
-          ref_out = ref_model_(*sets[cand_last_set].ref);
+          ref_forward(cand_last_set);
           ref_out = py::none();
         } catch (const std::exception& e) {
           return Verdict{v1::VERDICT_RUNTIME_ERROR,

@@ -71,6 +71,17 @@ inline constexpr uint32_t kNoWorkCalls = 8;
 std::optional<Verdict> NoWork(uint32_t idle_calls, uint32_t busy_calls, uint32_t reference_calls,
                               const std::string& where);
 
+// `fallback` for a failed build the candidate went on without: `failed` extension builds
+// (torch.utils.cpp_extension load/load_inline raised) and none `built` in its process, and yet
+// ModelNew was constructed (`where` "") or forward returned. What ran is PyTorch (or whatever
+// the candidate's except chose), not a kernel of its own (issue 13, point 4: a hidden fallback
+// decided at runtime). `first_failure` names the build and its first error line. A candidate
+// that builds another extension after a failure (a second variant) is judged by its outputs.
+// The counts are kept in the candidate's own process (build_failures.h): a policy on what
+// it did, not a boundary; what ran is judged and timed whatever they say.
+std::optional<Verdict> FailedBuild(uint32_t failed, uint32_t built,
+                                   const std::string& first_failure, const std::string& where);
+
 }  // namespace kforge::eval
 
 #endif  // KFORGE_GPU_WORKER_EVAL_RUNTIME_RULES_H_

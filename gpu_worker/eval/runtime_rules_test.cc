@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 
 #include <limits>
+#include <tuple>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -128,6 +129,32 @@ TEST(RuntimeRulesTest, OneCallWithGpuWorkOrTooFewCallsIsNotNoWork) {
   // A reference that records no GPU work either (a view, a host computation): nothing to
   // compare with.
   EXPECT_FALSE(NoWork(100, 0, kNoWorkCalls - 1, "").has_value());
+}
+
+TEST(RuntimeRulesTest, AFailedBuildTheCandidateWentOnWithoutIsFallback) {
+  // 21 of CUDA-L1's released candidates: load_inline fails as written, the except swallows it,
+  // and PyTorch runs on every call.
+  const Verdict expected{v1::VERDICT_REJECTED,
+                         "fallback: 1 extension build of the candidate failed and it went on "
+                         "without it (load_inline('relu_ext'): main.cpp:3:5: error: 'relu' was "
+                         "not declared): what ran is not a kernel of its own",
+                         "fallback"};
+  auto v = FailedBuild(1, 0,
+                       "load_inline('relu_ext'): main.cpp:3:5: error: 'relu' was not declared", "");
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(std::tie(v->verdict, v->reason, v->rule),
+            std::tie(expected.verdict, expected.reason, expected.rule));
+  auto w = FailedBuild(2, 0, "load('x'): e", "in the correctness trials, ");
+  ASSERT_TRUE(w.has_value());
+  EXPECT_EQ(w->reason.rfind("fallback: in the correctness trials, 2 extension builds", 0), 0u)
+      << w->reason;
+}
+
+TEST(RuntimeRulesTest, NoFailedBuildOrASecondVariantThatBuiltIsNotFallback) {
+  EXPECT_FALSE(FailedBuild(0, 0, "", "").has_value());
+  EXPECT_FALSE(FailedBuild(0, 3, "", "").has_value());
+  // A first variant that does not build, then a second that does: judged by its outputs.
+  EXPECT_FALSE(FailedBuild(1, 1, "load_inline('a'): e", "").has_value());
 }
 
 }  // namespace

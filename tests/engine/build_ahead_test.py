@@ -9,8 +9,9 @@ In CPU mode, with nvcc (/usr/local/cuda) and a fresh cache directory for each ru
   2. the same without --arch (a CPU worker's build ahead): built, and no shared object (the
      candidate's guard is left alone where the candidate will never see a GPU);
   3. a candidate whose load_inline build fails and that falls back to PyTorch: its build ahead
-     leaves a marker of the failure, and the evaluation after it (CPU mode) is ok without
-     running the compiler again (gpu_worker/eval/build_failures.h);
+     leaves a marker of the failure, and the evaluation after it (CPU mode) replays it without
+     running the compiler again (gpu_worker/eval/build_failures.h); both are `rejected` by the
+     runtime rule `fallback` (a failed build the candidate went on without), naming the build;
   4. the same candidate with torch's build lock file left in its build directory, as a build
      killed at its limit leaves it: the build runs (and fails, and the fallback is taken) instead
      of waiting for the lock until the build limit; and with another process holding the lock
@@ -50,6 +51,13 @@ def extensions_dir(cache, candidate):
     return os.path.join(cache_namespace(cache, candidate), "torch_extensions")
 
 
+def fallback(r):
+    """The runtime rule for a failed build the candidate went on without (runtime_rules.h)."""
+    return (r["verdict"] == "rejected" and r.get("rule") == "fallback" and
+            "load_inline('kforge_failing_relu')" in r.get("reason", "") and
+            "error" in r.get("reason", ""))
+
+
 def shared_objects(cache):
     return [os.path.join(d, n) for d, _, names in os.walk(cache) for n in names
             if n.endswith(".so")]
@@ -73,14 +81,14 @@ def main():
     with tempfile.TemporaryDirectory() as cache:
         r = build_ahead(args.eval, cache, "sm_90", FAILING)
         first = r["stages"]["build_s"]
-        check(r["verdict"] == "ok", f"failing build, build ahead: built, the fallback taken "
+        check(fallback(r), f"failing build, build ahead: the fallback taken and rejected "
               f"({r['verdict']}: {r.get('reason')}; {first:.1f} s)")
         markers = [n for d, _, names in os.walk(cache) for n in names
                    if os.path.basename(d) == ".kforge_failed_builds"]
         check(len(markers) == 1, f"failing build: one failure remembered ({markers})")
         r = build_ahead(args.eval, cache, "", FAILING, build_only=False)
         again = r["stages"]["build_s"]
-        check(r["verdict"] == "ok", f"failing build, evaluation: ok by the fallback "
+        check(fallback(r), f"failing build, evaluation: the replayed failure is a fallback too "
               f"({r['verdict']}: {r.get('reason')})")
         check(again < 1 and again < first / 3,
               f"failing build, evaluation: no second compile ({again:.2f} s against {first:.1f} s)")
@@ -91,7 +99,7 @@ def main():
         os.makedirs(build_dir)
         open(os.path.join(build_dir, "lock"), "w").close()
         r = build_ahead(args.eval, cache, "", FAILING, build_only=False, build_timeout=120)
-        check(r["verdict"] == "ok" and r["stages"]["build_s"] < 100,
+        check(fallback(r) and r["stages"]["build_s"] < 100,
               f"stale build lock: the build ran and failed, the fallback taken "
               f"({r['verdict']}: {r.get('reason')}; {r['stages']['build_s']:.1f} s)")
         check(not os.path.exists(os.path.join(build_dir, "lock")),
@@ -115,7 +123,7 @@ def main():
         holder.wait()
         markers = [n for d, _, names in os.walk(cache) for n in names
                    if os.path.basename(d) == ".kforge_failed_builds"]
-        check(r["verdict"] == "ok" and len(markers) == 1,
+        check(fallback(r) and len(markers) == 1,
               f"a holder that died: the waiting evaluation built itself ({r['verdict']}: "
               f"{r.get('reason')}; markers {markers})")
     return 0

@@ -1,8 +1,9 @@
 # kforge: dialect=kernelbench
 # ReLU whose extension never builds (its function is declared nowhere, a mistake several
-# released candidates make), caught, with PyTorch as the fallback: correct, and its failed
-# build is remembered so that a later process does not run the compiler again
-# (gpu_worker/eval/build_failures.h, tests/engine/build_ahead_test.py).
+# released candidates make), caught, with PyTorch as the fallback: its outputs are correct,
+# and it is rejected by the runtime rule `fallback`; its failed build is remembered so that a
+# later process does not run the compiler again (gpu_worker/eval/build_failures.h,
+# tests/engine/build_ahead_test.py).
 import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline

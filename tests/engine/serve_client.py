@@ -39,7 +39,7 @@ def encode_request(task_source, candidate_source, device="cuda", dialect="", see
                    task_name="", trials=0, build_s=0, correctness_s=0, timing_s=0,
                    min_samples=0, max_rel_stderr=0.0, build_only=False, keep_samples=False,
                    preroll_ms=0.0, timing_clock="", policy="", shared_reference_call_ms=(),
-                   numerics=""):
+                   numerics="", atol=0.0, rtol=0.0):
     """EvalRequest bytes (fields 1-18, 20 and 23 of eval.proto)."""
     msg = _bytes(1, task_source) + _bytes(2, candidate_source)
     if dialect:
@@ -51,6 +51,10 @@ def encode_request(task_source, candidate_source, device="cuda", dialect="", see
         msg += _key(6, 0) + _varint(seed)
     if trials:
         msg += _key(7, 0) + _varint(trials)
+    if atol:
+        msg += _double(8, atol)
+    if rtol:
+        msg += _double(9, rtol)
     limits = b""
     for field, value in ((1, build_s), (2, correctness_s), (3, timing_s)):
         if value:
