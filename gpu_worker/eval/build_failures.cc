@@ -125,6 +125,9 @@ def _kforge_extension_builds(note):
         for l in lines:
             if diagnostic.search(l):  # the file's directory is the candidate's namespace
                 return re.sub(r"[^\s:()]*/(?=[^/\s:()]+\.(?:cu|cuh|cpp|cc|cxx|c|h|hpp)\b)", "", l)
+        for l in lines:
+            if "error:" in l:  # a driver's error ("c++: error: unrecognized ...")
+                return l
         return lines[0] if lines else ""
 
     def count(real, kind):
