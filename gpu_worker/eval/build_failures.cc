@@ -137,7 +137,11 @@ def _kforge_extension_builds(note):
             try:
                 module = real(*args, **kwargs)
             except Exception as e:
-                note(False, "%s(%r): %s" % (kind, name, first_error(str(e)) or type(e).__name__))
+                # A compiler killed or out of resources says nothing about the candidate: not
+                # counted (its outputs still judge it).
+                if not any(t in str(e) for t in transient):
+                    note(False, "%s(%r): %s" % (kind, name,
+                                                first_error(str(e)) or type(e).__name__))
                 raise
             note(True, "")
             return module

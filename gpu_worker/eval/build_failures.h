@@ -27,7 +27,8 @@
 // the build when the holder died), where torch's waiter would load whatever was left.
 //
 // Every call of load_inline and load is also counted, built or failed (any exception out of
-// it, a replayed failure included), with the first failure's build name and first error line:
+// it, a replayed failure included, except the transient ones above: a compiler killed or out
+// of resources), with the first failure's build name and first error line:
 // the runtime `fallback` rule (runtime_rules.h, FailedBuild) rejects a candidate that went on
 // without its failed build. Counted in the candidate's process, so a policy on what it did:
 // a candidate can hide a failure (call torch's internals, or build something else), and is
