@@ -16,6 +16,24 @@ ExtensionBuilds& Builds() {
 
 const ExtensionBuilds& ExtensionBuildsSoFar() { return Builds(); }
 
+namespace {
+
+// The Python probe (set once; never destroyed: it must not outlive the interpreter's
+// finalisation in a static destructor).
+py::object*& ProbeFunction() {
+  static py::object* probe = nullptr;
+  return probe;
+}
+
+}  // namespace
+
+bool ProbeFailedBuildsUsed(const std::function<void()>& fn, const std::vector<int>& cuda_devices) {
+  if (!ProbeFunction()) return false;
+  py::list devices;
+  for (int d : cuda_devices) devices.append(d);
+  return (*ProbeFunction())(py::cpp_function([&fn] { fn(); }), devices).cast<bool>();
+}
+
 void RememberFailedExtensionBuilds() {
   py::dict scope;
   scope["_kforge_note_build"] = py::cpp_function([](bool built, const std::string& what) {
@@ -26,8 +44,11 @@ void RememberFailedExtensionBuilds() {
       b.first_failure = what.substr(0, 1024);
     }
   });
+  scope["_kforge_set_probe"] = py::cpp_function([](py::object probe) {
+    if (!ProbeFunction()) ProbeFunction() = new py::object(std::move(probe));
+  });
   py::exec(R"PY(
-def _kforge_extension_builds(note):
+def _kforge_extension_builds(note, set_probe):
     import fcntl, functools, hashlib, os, re
     import torch
     import torch.utils.cpp_extension as ext
@@ -130,6 +151,40 @@ def _kforge_extension_builds(note):
                 return l
         return lines[0] if lines else ""
 
+    probing = {"on": False, "touched": False}
+
+    class StandIn:
+        """What a failed build returns during the probe: touching it says the candidate would
+        have used its kernel."""
+
+        def __getattr__(self, name):
+            if name.startswith("__"):
+                raise AttributeError(name)
+            probing["touched"] = True
+            def kernel(*args, **kwargs):
+                raise RuntimeError("kforge probe: the failed build's stand-in was called")
+            return kernel
+
+        def __call__(self, *args, **kwargs):
+            probing["touched"] = True
+            raise RuntimeError("kforge probe: the failed build's stand-in was called")
+
+    def probe(fn, devices):
+        import random
+        py_state = random.getstate()
+        probing["on"], probing["touched"] = True, False
+        try:
+            with torch.random.fork_rng(devices=devices):
+                fn()
+        except Exception:
+            pass
+        finally:
+            probing["on"] = False
+            random.setstate(py_state)
+        return probing["touched"]
+
+    set_probe(probe)
+
     def count(real, kind):
         @functools.wraps(real)
         def call(*args, **kwargs):
@@ -137,20 +192,23 @@ def _kforge_extension_builds(note):
             try:
                 module = real(*args, **kwargs)
             except Exception as e:
+                if probing["on"]:  # the counterfactual: the build as if it had worked
+                    return StandIn()
                 # A compiler killed or out of resources says nothing about the candidate: not
                 # counted (its outputs still judge it).
                 if not any(t in str(e) for t in transient):
                     note(False, "%s(%r): %s" % (kind, name,
                                                 first_error(str(e)) or type(e).__name__))
                 raise
-            note(True, "")
+            if not probing["on"]:
+                note(True, "")
             return module
         return call
 
     ext.load_inline = count(remember(ext.load_inline, "load_inline"), "load_inline")
     ext.load = count(ext.load, "load")
 
-_kforge_extension_builds(_kforge_note_build)
+_kforge_extension_builds(_kforge_note_build, _kforge_set_probe)
 )PY",
            scope);
 }

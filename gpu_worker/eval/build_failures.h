@@ -32,7 +32,9 @@
 // the runtime `fallback` rule (runtime_rules.h, FailedBuild) rejects a candidate that went on
 // without its failed build. Counted in the candidate's process, so a policy on what it did:
 // a candidate can hide a failure (call torch's internals, or build something else), and is
-// then judged, like any other, by what ran.
+// then judged, like any other, by what ran. Before the rule fires the candidate process runs
+// the counterfactual (ProbeFailedBuildsUsed): a failed kernel the candidate would not have
+// used anyway is no fallback.
 //
 // An optimisation in the candidate's own (untrusted) process, not a defence: the candidate can
 // undo it (it then compiles again, or waits on torch's lock) or plant markers (its own builds
@@ -42,7 +44,9 @@
 #define KFORGE_GPU_WORKER_EVAL_BUILD_FAILURES_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <vector>
 
 namespace kforge::eval {
 
@@ -58,6 +62,16 @@ struct ExtensionBuilds {
   std::string first_failure;  // "load_inline('name'): first error line"
 };
 const ExtensionBuilds& ExtensionBuildsSoFar();
+
+// The counterfactual for a failed build: runs `fn` (which makes a second ModelNew from a fresh
+// execution of the candidate's source, and calls it) with every load_inline/load call that
+// fails returning a stand-in module instead of raising; true when the candidate touched a
+// stand-in (read an attribute of it or called it), i.e. it would have used the kernel had it
+// built. A candidate whose failed kernel is dead for this task (never reached for its shapes,
+// behind another path that works) touches none. Exceptions from `fn` end the probe and are
+// swallowed; torch's and Python's random states are restored after it (`cuda_devices`: the
+// CUDA devices whose generators to restore). Requires RememberFailedExtensionBuilds().
+bool ProbeFailedBuildsUsed(const std::function<void()>& fn, const std::vector<int>& cuda_devices);
 
 }  // namespace kforge::eval
 

@@ -257,7 +257,7 @@ class CandidateProcess {
       failed->set_compiler_log(out.compiler_log());
       return *failed;
     }
-    if (auto v = BuildFallback("")) return Fail(out, v->verdict, v->reason, v->rule);
+    if (auto v = BuildFallback("", nullptr)) return Fail(out, v->verdict, v->reason, v->rule);
     if (strict_ && SwitchSnapshot() != switches_) {
       return Fail(out, v1::VERDICT_REJECTED,
                   "global_switch: building the candidate changed process-wide torch settings "
@@ -270,6 +270,9 @@ class CandidateProcess {
 
   std::optional<judge::Loaded> BuildPython(const judge::Load& req, const py::list& init_inputs,
                                            const py::object& ref_model, judge::Loaded* out) {
+    source_ = req.candidate_source();
+    init_seed_ = req.init_seed();
+    init_inputs_ = init_inputs;
     try {
       candidate_ = ExecModule("kforge_candidate", req.candidate_source());
     } catch (const py::error_already_set& e) {
@@ -459,7 +462,7 @@ class CandidateProcess {
       }
       return out;
     }
-    if (auto v = Rules(call, outputs, in, subclass)) {
+    if (auto v = Rules(call, outputs, in, subclass, args)) {
       out.set_rule(v->rule);
       out.set_rule_reason(Bounded(v->reason));
       return out;
@@ -537,14 +540,45 @@ class CandidateProcess {
     }
   }
 
-  // A failed extension build the candidate went on without (runtime_rules.h, FailedBuild).
-  static std::optional<Verdict> BuildFallback(const std::string& where) {
+  // A failed extension build the candidate went on without (runtime_rules.h, FailedBuild),
+  // where the counterfactual says it would have used the kernel (build_failures.h): at the
+  // build (`args` null) when ModelNew's construction touches the stand-in, else at the first
+  // call after the failure, with a clone of that call's arguments. A probe that touched
+  // nothing clears those failures (the kernel is dead for this task); a later failure probes
+  // again.
+  std::optional<Verdict> BuildFallback(const std::string& where, const py::list* args) {
     const ExtensionBuilds& b = ExtensionBuildsSoFar();
-    return FailedBuild(b.failed, b.built, b.first_failure, where);
+    std::optional<Verdict> v = FailedBuild(b.failed, b.built, b.first_failure, where);
+    if (!v || b.failed <= dead_failures_) return std::nullopt;
+    std::vector<int> devices;
+    if (target_.cuda) devices.push_back(target_.index);
+    const bool used = ProbeFailedBuildsUsed(
+        [&] {
+          py::object mod = ExecModule("kforge_candidate_probe", source_);
+          SeedAll(init_seed_);
+          py::object m = mod.attr("ModelNew")(*init_inputs_).attr("to")(target_.name());
+          if (!args) return;
+          py::list copies;
+          for (py::handle a : *args) {
+            copies.append(THPVariable_Check(a.ptr())
+                              ? py::reinterpret_steal<py::object>(
+                                    THPVariable_Wrap(THPVariable_Unpack(a.ptr()).clone()))
+                              : py::reinterpret_borrow<py::object>(a));
+          }
+          at::NoGradGuard no_grad;
+          m(*copies);
+          if (target_.cuda) cudaDeviceSynchronize();
+        },
+        devices);
+    py::module_::import("sys").attr("modules").attr("pop")("kforge_candidate_probe", py::none());
+    if (used) return v;
+    if (args) dead_failures_ = b.failed;
+    return std::nullopt;
   }
 
   std::optional<Verdict> Rules(const judge::Call& call, const std::vector<at::Tensor>& outputs,
-                               const std::vector<at::Tensor>& in, bool subclass) {
+                               const std::vector<at::Tensor>& in, bool subclass,
+                               const py::list& args) {
     const std::string where =
         call.timed() ? "in iteration " + std::to_string(call.iteration()) + " of the timing stage, "
                      : "";
@@ -567,7 +601,7 @@ class CandidateProcess {
       }
     }
     if (auto v = ReturnsInput(aliases, in.size(), outputs, in, where)) return v;
-    if (auto v = BuildFallback(where)) return v;
+    if (auto v = BuildFallback(where, &args)) return v;
     if (strict_ && SwitchSnapshot() != switches_) {
       return Verdict{v1::VERDICT_REJECTED,
                      "global_switch: the candidate changed process-wide torch settings while "
@@ -585,6 +619,12 @@ class CandidateProcess {
   std::string switches_;
   std::unique_ptr<SlotMap> slots_;
   py::object candidate_, model_;
+  // For the failed-build probe (BuildFallback): the source, the init seed and inputs ModelNew
+  // was made with, and how many failed builds a probe already found dead.
+  std::string source_;
+  uint64_t init_seed_ = 0;
+  py::list init_inputs_;
+  uint32_t dead_failures_ = 0;
   std::unique_ptr<CppCandidate> cpp_;
   std::deque<std::vector<at::Tensor>> held_;  // earlier calls' outputs
   std::unique_ptr<DeviceClock> device_clock_;  // on the first device-clock sample
