@@ -216,7 +216,8 @@ def run_served(case, args):
             task_source=open(case["task"]).read(),
             candidate_source=open(case["candidate"]).read(),
             device=case["device"], task_name=case["task"],
-            correctness_s=args.correctness_timeout, timing_s=args.timing_timeout,
+            build_s=args.build_timeout, correctness_s=args.correctness_timeout,
+            timing_s=args.timing_timeout,
             keep_samples=True, preroll_ms=case["preroll_ms"],
             timing_clock=case["timing_clock"], policy=case["policy"],
             numerics=case.get("numerics", ""))
@@ -232,6 +233,7 @@ def run(case, args):
         out = os.path.join(tmp, "result.json")
         cmd = [args.eval, "--task", case["task"], "--candidate", case["candidate"],
                "--device", case["device"], "--json", out,
+               "--build-timeout", str(args.build_timeout),
                "--correctness-timeout", str(args.correctness_timeout),
                "--timing-timeout", str(args.timing_timeout), "--keep-samples",
                "--preroll-ms", str(case["preroll_ms"])]
@@ -357,6 +359,8 @@ def main():
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--cache-dir", default="")
     p.add_argument("--correctness-timeout", type=float, default=20)
+    p.add_argument("--build-timeout", type=float, default=300,
+                   help="the build stage's limit (load_inline compiles torch's headers: a minute on 2 CPUs)")
     p.add_argument("--timing-timeout", type=float, default=30)
     p.add_argument("--preroll-ms", type=float, default=0,
                    help="EvalRequest.timing_preroll_ms for every case (0: none)")

@@ -22,5 +22,8 @@ class ModelNew(nn.Module):
         if self.hidden.device != x.device:
             self.hidden = self.hidden.to(x.device)
         self.calls += 1
-        torch.tanh(torch.add(x, self.hidden, alpha=0.9), out=self.hidden)
+        # The task's own expression, so that the two agree to the bit however many calls the
+        # timing makes (the output is scaled by the call count: a one-ulp difference in the
+        # state grows with it).
+        self.hidden.copy_(torch.tanh(x + 0.9 * self.hidden))
         return self.hidden * float(self.calls)
