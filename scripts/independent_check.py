@@ -22,7 +22,12 @@ the candidate are exec'd into fresh namespaces; seed 42 (torch.manual_seed and
 torch.cuda.manual_seed) before get_init_inputs(), again before Model(*init) and again before
 ModelNew(*init), both built on the CPU (init tensors moved to the device first, as KB does),
 then moved to the device; seed 42 again before get_inputs(), whose tensors are moved to the
-device (dtypes kept). Outputs of both are compared once (allclose 1e-2, reported only).
+device (dtypes kept). Outputs of both are compared once (allclose 1e-2, reported only). As
+kforge runs them: the reference with the request's numerics (--numerics, fp32: cuDNN's TF32
+off), whatever the candidate sets; the candidate with the torch switches it set (cudnn.benchmark,
+TF32, precision), reported as `candidate_switches`: each call is made under its own program's
+(in kforge the reference runs in the judge's process). Still one process: cuDNN's caches are
+shared.
 
 The device time of one call, reference and candidate interleaved (the order alternates each
 round), median over the rounds:
@@ -175,25 +180,62 @@ def to_device(xs, device):
     return [x.to(device) if isinstance(x, torch.Tensor) else x for x in xs]
 
 
+def get_switches(torch):
+    """torch's process-wide numerics and algorithm switches that a candidate may set."""
+    b = torch.backends
+    return dict(precision=torch.get_float32_matmul_precision(),
+                matmul_tf32=b.cuda.matmul.allow_tf32,
+                matmul_fp16=b.cuda.matmul.allow_fp16_reduced_precision_reduction,
+                matmul_bf16=b.cuda.matmul.allow_bf16_reduced_precision_reduction,
+                cudnn_tf32=b.cudnn.allow_tf32, benchmark=b.cudnn.benchmark,
+                deterministic=b.cudnn.deterministic, cudnn=b.cudnn.enabled)
+
+
+def set_switches(torch, s):
+    b = torch.backends
+    torch.set_float32_matmul_precision(s["precision"])  # sets matmul_tf32 too: that comes next
+    b.cuda.matmul.allow_tf32 = s["matmul_tf32"]
+    b.cuda.matmul.allow_fp16_reduced_precision_reduction = s["matmul_fp16"]
+    b.cuda.matmul.allow_bf16_reduced_precision_reduction = s["matmul_bf16"]
+    b.cudnn.allow_tf32, b.cudnn.benchmark = s["cudnn_tf32"], s["benchmark"]
+    b.cudnn.deterministic, b.cudnn.enabled = s["deterministic"], s["cudnn"]
+
+
 def load_programs(spec):
     """KernelBench's semantics: both models from the same seed, built on the CPU (init tensors
-    on the device), moved to the device; inputs from get_inputs() after the seed."""
+    on the device), moved to the device; inputs from get_inputs() after the seed. kforge's
+    numerics and process layout: the reference runs with the request's numerics (`fp32`:
+    cuDNN's TF32 off; `torch`: torch's defaults) whatever the candidate sets, and the candidate
+    with the switches it set (a cudnn.benchmark or TF32 switch speeds up its own process only,
+    as in kforge, where the reference runs in the judge's process). Returns the two programs'
+    switches with them: each call is made under its program's."""
     import torch
     device = spec["device"]
+    torch.backends.cudnn.allow_tf32 = spec.get("numerics", "fp32") == "torch"
+    judge = get_switches(torch)
     task_ns, cand_ns = {"__name__": "kb_task"}, {"__name__": "kb_candidate"}
     exec(compile(open(spec["task_path"]).read(), spec["task_path"], "exec"), task_ns)
-    exec(compile(open(spec["cand_path"]).read(), spec["cand_path"], "exec"), cand_ns)
     with torch.no_grad():
         set_seed(torch, SEED)
         init = to_device(task_ns["get_init_inputs"](), device)
         set_seed(torch, SEED)
-        ref = task_ns["Model"](*init)
+        ref = task_ns["Model"](*init).to(device)
+        exec(compile(open(spec["cand_path"]).read(), spec["cand_path"], "exec"), cand_ns)
         set_seed(torch, SEED)
-        cand = cand_ns["ModelNew"](*init)
-        ref, cand = ref.to(device), cand.to(device)
+        cand = cand_ns["ModelNew"](*init).to(device)
+        own = get_switches(torch)
+        set_switches(torch, judge)
         set_seed(torch, SEED)
         inputs = to_device(task_ns["get_inputs"](), device)
-    return ref, cand, inputs
+    return ref, cand, inputs, judge, own
+
+
+def under(torch, switches, fn):
+    """fn, called with the process's switches set to `switches` first."""
+    def call():
+        set_switches(torch, switches)
+        return fn()
+    return call
 
 
 def outputs_close(a, b):
@@ -323,9 +365,10 @@ def capture(torch, gpu, fn, r, flush_each, call=True):
 def measure(spec):
     import torch
     out = dict(device=spec["device"])
-    ref, cand, inputs = load_programs(spec)
+    ref, cand, inputs, judge, own = load_programs(spec)
+    out["candidate_switches"] = {k: v for k, v in own.items() if v != judge[k]}
     with torch.no_grad():
-        fns = [lambda: ref(*inputs), lambda: cand(*inputs)]
+        fns = [under(torch, judge, lambda: ref(*inputs)), under(torch, own, lambda: cand(*inputs))]
         out["outputs_close"] = outputs_close(fns[0](), fns[1]())
         if spec["device"] == "cpu":
             for f in fns:  # warm-up
@@ -413,7 +456,7 @@ def run_child(args, row, method, deadline):
     spec = dict(device=args.device, method=method, samples=args.samples,
                 call_samples=args.call_samples, graph_samples=args.graph_samples,
                 graph_calls=args.graph_calls, graph_target_ms=args.graph_target_ms,
-                flush=args.flush, preroll_ms=args.preroll_ms,
+                flush=args.flush, preroll_ms=args.preroll_ms, numerics=args.numerics,
                 task_path=os.path.join(d, "task.py"), cand_path=os.path.join(d, "cand.py"),
                 result_path=os.path.join(d, f"{method}_result.json"))
     open(spec["task_path"], "w").write(row["task_source"])
@@ -610,6 +653,9 @@ def parse_args(argv):
     p.add_argument("--call-samples", type=int, default=50,
                    help="call-clock samples per program on a GPU")
     p.add_argument("--preroll-ms", type=float, default=1.0, help="the least pre-roll spin")
+    p.add_argument("--numerics", default="fp32", choices=("fp32", "torch"),
+                   help="the reference's numerics, as the evaluated request's (kforge's "
+                        "default fp32: cuDNN's TF32 off)")
     p.add_argument("--timeout", type=float, default=300, help="seconds for one row's child")
     p.add_argument("--budget-s", type=float, default=0, help="the whole run (0: no limit)")
     p.add_argument("--min-row-s", type=float, default=20,

@@ -30,11 +30,13 @@
 // it, a replayed failure included, except the transient ones above: a compiler killed or out
 // of resources), with the first failure's build name and first error line:
 // the runtime `fallback` rule (runtime_rules.h, FailedBuild) rejects a candidate that went on
-// without its failed build. Counted in the candidate's process, so a policy on what it did:
-// a candidate can hide a failure (call torch's internals, or build something else), and is
-// then judged, like any other, by what ran. Before the rule fires the candidate process runs
-// the counterfactual (ProbeFailedBuildsUsed): a failed kernel the candidate would not have
-// used anyway is no fallback.
+// without its failed build. An ImportError from the candidate module's own absolute import of
+// a kernel library (cupy, pycuda, numba) counts as a failed build too ("import cupy: No module
+// named 'cupy'"): CUDA-L1's cupy candidates fall back to PyTorch on it. Counted in the candidate's
+// process, so a policy on what it did: a candidate can hide a failure (call torch's internals, or
+// build something else), and is then judged, like any other, by what ran. Before the rule fires the
+// candidate process runs the counterfactual (ProbeFailedBuildsUsed): a failed kernel the candidate
+// would not have used anyway is no fallback.
 //
 // An optimisation in the candidate's own (untrusted) process, not a defence: the candidate can
 // undo it (it then compiles again, or waits on torch's lock) or plant markers (its own builds
@@ -50,7 +52,8 @@
 
 namespace kforge::eval {
 
-// Imports torch.utils.cpp_extension and wraps load_inline and load. Call once, before the
+// Imports torch.utils.cpp_extension and wraps load_inline and load, and builtins.__import__
+// for the kernel libraries. Call once, before the
 // audit hook and any candidate code, with the GIL held. Raises pybind11::error_already_set on
 // failure.
 void RememberFailedExtensionBuilds();
@@ -64,11 +67,11 @@ struct ExtensionBuilds {
 const ExtensionBuilds& ExtensionBuildsSoFar();
 
 // The counterfactual for a failed build: runs `fn` (which makes a second ModelNew from a fresh
-// execution of the candidate's source, and calls it) with every load_inline/load call that
-// fails returning a stand-in module instead of raising; true when the candidate touched a
-// stand-in (read an attribute of it or called it), i.e. it would have used the kernel had it
-// built. A candidate whose failed kernel is dead for this task (never reached for its shapes,
-// behind another path that works) touches none. Exceptions from `fn` end the probe and are
+// execution of the candidate's source, and calls it) with every load_inline/load call (or
+// kernel library import) that fails returning a stand-in module instead of raising; true when the
+// candidate touched a stand-in (read an attribute of it or called it), i.e. it would have used the
+// kernel had it built. A candidate whose failed kernel is dead for this task (never reached for its
+// shapes, behind another path that works) touches none. Exceptions from `fn` end the probe and are
 // swallowed; torch's and Python's random states are restored after it (`cuda_devices`: the
 // CUDA devices whose generators to restore). Requires RememberFailedExtensionBuilds().
 bool ProbeFailedBuildsUsed(const std::function<void()>& fn, const std::vector<int>& cuda_devices);

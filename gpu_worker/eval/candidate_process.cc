@@ -59,6 +59,15 @@ bool IsCompileError(const std::string& what) {
          what.find("Error building extension") != std::string::npos;
 }
 
+// Whether a candidate's source may build an extension or import a kernel library
+// (build_failures.h): only then are the wrappers installed.
+bool BuildsKernels(const std::string& source) {
+  for (const char* word : {"cpp_extension", "cupy", "pycuda", "numba"}) {
+    if (source.find(word) != std::string::npos) return true;
+  }
+  return false;
+}
+
 class CandidateProcess {
  public:
   explicit CandidateProcess(int fd) : channel_(fd, kMaxJudgeFrame) {}
@@ -193,10 +202,10 @@ class CandidateProcess {
       cuda.attr("init")();  // torch's own flag that CUDA is initialised, which the cache needs
       cuda.attr("device_count")();
     }
-    if (dialect_ != v1::DIALECT_CPP &&
-        req.candidate_source().find("cpp_extension") != std::string::npos) {
-      // A shortcut for builds that failed before (build_failures.h); the text test only saves
-      // the import for candidates that never build an extension.
+    if (dialect_ != v1::DIALECT_CPP && BuildsKernels(req.candidate_source())) {
+      // A shortcut for builds that failed before, and the count of failed builds
+      // (build_failures.h); the text test only saves the import for candidates that never
+      // build an extension or import a kernel library.
       try {
         RememberFailedExtensionBuilds();
       } catch (const py::error_already_set& e) {
@@ -554,10 +563,17 @@ class CandidateProcess {
     if (target_.cuda) devices.push_back(target_.index);
     const bool used = ProbeFailedBuildsUsed(
         [&] {
-          py::object mod = ExecModule("kforge_candidate_probe", source_);
-          SeedAll(init_seed_);
-          py::object m = mod.attr("ModelNew")(*init_inputs_).attr("to")(target_.name());
-          if (!args) return;
+          // The build's probe model is kept for the first call's probe (constructed once).
+          py::object m = std::move(probe_model_);
+          if (!m || !args) {
+            py::object mod = ExecModule("kforge_candidate_probe", source_);
+            SeedAll(init_seed_);
+            m = mod.attr("ModelNew")(*init_inputs_).attr("to")(target_.name());
+          }
+          if (!args) {
+            probe_model_ = m;
+            return;
+          }
           py::list copies;
           for (py::handle a : *args) {
             copies.append(THPVariable_Check(a.ptr())
@@ -571,6 +587,7 @@ class CandidateProcess {
         },
         devices);
     py::module_::import("sys").attr("modules").attr("pop")("kforge_candidate_probe", py::none());
+    if (args) probe_model_ = py::object();
     if (used) return v;
     if (args) dead_failures_ = b.failed;
     return std::nullopt;
@@ -625,6 +642,7 @@ class CandidateProcess {
   uint64_t init_seed_ = 0;
   py::list init_inputs_;
   uint32_t dead_failures_ = 0;
+  py::object probe_model_;  // the build's probe ModelNew, for the first call's probe
   std::unique_ptr<CppCandidate> cpp_;
   std::deque<std::vector<at::Tensor>> held_;  // earlier calls' outputs
   std::unique_ptr<DeviceClock> device_clock_;  // on the first device-clock sample

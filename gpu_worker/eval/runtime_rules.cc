@@ -117,7 +117,7 @@ std::optional<Verdict> FailedBuild(uint32_t failed, uint32_t built,
                                    const std::string& first_failure, const std::string& where) {
   if (failed == 0 || built > 0) return std::nullopt;
   return Verdict{v1::VERDICT_REJECTED,
-                 "fallback: " + where + std::to_string(failed) + " extension build" +
+                 "fallback: " + where + std::to_string(failed) + " kernel build" +
                      (failed == 1 ? "" : "s") + " of the candidate failed and it went on without " +
                      (failed == 1 ? "it" : "them") + " (" + first_failure +
                      "): what ran is not a kernel of its own",

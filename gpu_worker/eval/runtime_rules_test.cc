@@ -135,7 +135,7 @@ TEST(RuntimeRulesTest, AFailedBuildTheCandidateWentOnWithoutIsFallback) {
   // 21 of CUDA-L1's released candidates: load_inline fails as written, the except swallows it,
   // and PyTorch runs on every call.
   const Verdict expected{v1::VERDICT_REJECTED,
-                         "fallback: 1 extension build of the candidate failed and it went on "
+                         "fallback: 1 kernel build of the candidate failed and it went on "
                          "without it (load_inline('relu_ext'): main.cpp:3:5: error: 'relu' was "
                          "not declared): what ran is not a kernel of its own",
                          "fallback"};
@@ -146,7 +146,7 @@ TEST(RuntimeRulesTest, AFailedBuildTheCandidateWentOnWithoutIsFallback) {
             std::tie(expected.verdict, expected.reason, expected.rule));
   auto w = FailedBuild(2, 0, "load('x'): e", "in the correctness trials, ");
   ASSERT_TRUE(w.has_value());
-  EXPECT_EQ(w->reason.rfind("fallback: in the correctness trials, 2 extension builds", 0), 0u)
+  EXPECT_EQ(w->reason.rfind("fallback: in the correctness trials, 2 kernel builds", 0), 0u)
       << w->reason;
 }
 
