@@ -40,6 +40,7 @@ CandidateFiles CandidateFilesFor(const std::string& cache_dir, const std::string
   f.nvrtc_dir = f.dir + "/nvrtc";
   f.torch_extensions_dir = f.dir + "/torch_extensions";
   f.cpp_objects_dir = f.dir + "/cpp";
+  f.torch_compile_dir = f.dir + "/torch_compile";
   return f;
 }
 
@@ -53,8 +54,8 @@ void LockToCandidateFiles(const std::string& cache_dir, CandidateFiles* files) {
   writable.push_back("/sys");
   if (!files->dir.empty()) {
     MakeShared(cache_dir + "/c", 01777);
-    for (const std::string* d :
-         {&files->dir, &files->nvrtc_dir, &files->torch_extensions_dir, &files->cpp_objects_dir}) {
+    for (const std::string* d : {&files->dir, &files->nvrtc_dir, &files->torch_extensions_dir,
+                                 &files->cpp_objects_dir, &files->torch_compile_dir}) {
       MakeShared(*d, 0777);
     }
     writable.push_back(files->dir);

@@ -6,6 +6,7 @@
 //   <cache>/c/<key>/nvrtc/             kforge.cuda and cpp kernels
 //   <cache>/c/<key>/torch_extensions/  load_inline builds (and remembered failures)
 //   <cache>/c/<key>/cpp/               cpp shared objects
+//   <cache>/c/<key>/torch_compile/     torch.compile's caches (inductor/, triton/)
 //   <cache>/cpp/...                    the shared cpp PCH
 // Evaluations of the same candidate file on the same task file share a namespace (the build
 // ahead and the timed run of one lease among them); nothing else does. The task is part of the
@@ -33,6 +34,7 @@ struct CandidateFiles {
   std::string nvrtc_dir;
   std::string torch_extensions_dir;
   std::string cpp_objects_dir;
+  std::string torch_compile_dir;
   // The lock (Landlock ABI >= 3) is in force for the whole process and no directory it may
   // write overlaps the cache directory outside `dir`: no other candidate could have planted
   // what this one loads from the cache, and this one can plant nothing for others; and the

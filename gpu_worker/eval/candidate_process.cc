@@ -219,9 +219,16 @@ class CandidateProcess {
       _exit(3);
     }
     if (req.calibrate()) ServeCalibration();
+    py::object environ = py::module_::import("os").attr("environ");
     if (!req.torch_extensions_dir().empty()) {
-      py::module_::import("os").attr("environ")["TORCH_EXTENSIONS_DIR"] =
-          req.torch_extensions_dir();
+      environ["TORCH_EXTENSIONS_DIR"] = req.torch_extensions_dir();
+    }
+    if (!req.torch_compile_dir().empty()) {
+      // torch.compile's code, compiled again in every process otherwise (build and first call
+      // 10-24 s a process for CUDA-L1's 2_49, 2_75, 2_85 on the H200, session 16): Inductor
+      // and Triton read these when they first need their caches.
+      environ["TORCHINDUCTOR_CACHE_DIR"] = req.torch_compile_dir() + "/inductor";
+      environ["TRITON_CACHE_DIR"] = req.torch_compile_dir() + "/triton";
     }
     if (req.build_only() && !req.arch().empty()) {
       // A GPU worker's build ahead (no GPU visible, the slots' arch named): many candidates

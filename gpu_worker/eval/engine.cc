@@ -269,6 +269,7 @@ class Evaluation {
     l.set_build_only(req_.build_only());
     l.set_nvrtc_dir(files_.nvrtc_dir);
     l.set_torch_extensions_dir(files_.torch_extensions_dir);
+    l.set_torch_compile_dir(files_.torch_compile_dir);
     CppBuildConfig cfg = CppConfig();
     l.set_cpp_objects_dir(cfg.objects_dir);
     l.set_cpp_cache_dir(cfg.cache_dir);

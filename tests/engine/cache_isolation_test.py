@@ -13,7 +13,9 @@ With one fresh cache directory, in CPU mode:
   4. the victim's candidate is evaluated with tests/engine/planting_task.py, a task whose code
      plants a failed-build marker and an extension file from the candidate's process: both land
      in the namespace of that task and candidate, nothing in the victim's changes;
-  5. the victim is evaluated again: its cubin is a cache hit (the file is not rewritten).
+  5. the victim is evaluated again: its cubin is a cache hit (the file is not rewritten);
+  6. a candidate writes where the environment names torch.compile's caches (Inductor's and
+     Triton's): the writes land in its own namespace, <key>/torch_compile/.
 Every result must report system.cache_isolated. Exits 1 on the first failed check.
 
   cache_isolation_test.py --eval build/gpu_worker/eval/kforge-eval
@@ -30,6 +32,7 @@ from check_util import ROOT, TINY_RELU_TASK as TASK, cache_namespace, check
 VICTIM = os.path.join(ROOT, "examples", "candidates", "tiny_relu", "nvrtc_relu.py")
 HACK = os.path.join(ROOT, "examples", "hacks", "plants_cache.py")
 PLANTING_TASK = os.path.join(ROOT, "tests", "engine", "planting_task.py")
+COMPILE_CACHE = os.path.join(ROOT, "tests", "engine", "compile_cache_candidate.py")
 
 
 def evaluate(binary, candidate, cache, task=TASK):
@@ -108,6 +111,15 @@ def main():
         st = os.stat(cubins[0])
         check(r["rule"] == "no_gpu" and (st.st_ino, st.st_mtime_ns) == before[cubins[0]][:2],
               "the victim's second evaluation loaded its cubin from the cache (not rewritten)")
+
+        # torch.compile's caches (Inductor's, Triton's) are the candidate's namespace's too.
+        r = evaluate(args.eval, COMPILE_CACHE, cache)
+        entries = sorted(os.path.relpath(os.path.join(d, n), namespace(cache, COMPILE_CACHE))
+                         for d, _, ns in os.walk(namespace(cache, COMPILE_CACHE)) for n in ns)
+        check(r["verdict"] == "ok" and entries == ["torch_compile/inductor/entry",
+                                                    "torch_compile/triton/entry"],
+              f"torch.compile's caches are in the candidate's namespace ({r['verdict']}: "
+              f"{r.get('reason', '')[:200]}): {entries}")
     print("cache isolation: all checks passed")
 
 
