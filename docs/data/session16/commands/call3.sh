@@ -7,14 +7,15 @@
 S=/tmp/kf3; rm -rf $S; mkdir -p $S
 t0=$(date +%s)
 OUT=$S/cases CASES_ARGS="--serve --policy runtime --correctness-timeout 6 --only kernel_library,unused_kernel_library,probe_escape" \
-  timeout 200 bash scripts/gpu_suite.sh cases > $S/cases.out 2>&1
+  timeout 150 bash scripts/gpu_suite.sh cases > $S/cases.out 2>&1
 echo "cases rc=$? at $(( $(date +%s)-t0 )) s" | tee -a $S/summary.txt; cp $S/summary.txt $OUT/
 grep -E "^(PASS|FAIL)|passed" $S/cases.out $S/cases/*.log 2>/dev/null | tail -8
 for n in 1_22 1_31 2_37 2_87; do
-  timeout 60 python3 docs/data/session16/commands/cupy_probe.py .gpu-carry/corpora/cudal1_a100.jsonl $n >> $S/cupy.jsonl 2>> $S/cupy.err
+  timeout 40 python3 docs/data/session16/commands/cupy_probe.py .gpu-carry/corpora/cudal1_a100.jsonl $n >> $S/cupy.jsonl 2>> $S/cupy.err
 done
 echo "cupy at $(( $(date +%s)-t0 )) s" | tee -a $S/summary.txt; cat $S/cupy.jsonl | cut -c1-400
-left=$(( 380 - ($(date +%s)-t0) ))
+tar czf $OUT/all.tgz -C $S . ; cp $S/summary.txt $OUT/
+left=$(( ${END_S:-290} - ($(date +%s)-t0) ))
 OUT=$S/tc COMPAT_ARGS="--policy runtime --skip-kb --only 2_49,2_75,2_85,1_92,2_12 --kforge-builders 4 --min-turn-s 2 --work-dir /tmp/kf-tc --repeats 3" \
   COMPAT_BUDGET_S=$left timeout $(( left + 10 )) bash scripts/gpu_suite.sh compat > $S/tc.out 2>&1
 echo "compile caches rc=$? at $(( $(date +%s)-t0 )) s" | tee -a $S/summary.txt
