@@ -38,10 +38,11 @@ std::unique_ptr<py::scoped_interpreter> StartPython(std::string* error) {
 }
 
 void SetTorchNumerics(bool torch_defaults) {
-  // fp32 convolutions in fp32, in the judge and in the candidate's process alike: torch's
-  // default lets cuDNN use TF32, and two processes whose convolutions pick different
-  // algorithms (a candidate's cudnn.benchmark, its channels_last layout) then differ by
-  // 1e-3, ten times the fp32 tolerance (docs/evaluation.md, "Numerics of the reference").
+  // Unless torch_defaults (numerics "torch"): fp32 convolutions in fp32, in the judge and in
+  // the candidate's process alike. torch's default lets cuDNN use TF32, and two processes
+  // whose convolutions pick different algorithms (a candidate's cudnn.benchmark, its
+  // channels_last layout) then differ by 1e-3, ten times the fp32 tolerance
+  // (docs/evaluation.md, "Numerics of the reference").
   // Matmuls already default to fp32. A candidate may turn TF32 on in its own process only.
   py::module_::import("torch").attr("backends").attr("cudnn").attr("allow_tf32") = torch_defaults;
 }

@@ -360,7 +360,8 @@ def main():
     p.add_argument("--cache-dir", default="")
     p.add_argument("--correctness-timeout", type=float, default=20)
     p.add_argument("--build-timeout", type=float, default=300,
-                   help="the build stage's limit (load_inline compiles torch's headers: a minute on 2 CPUs)")
+                   help="the build stage's limit (load_inline compiles torch's headers: a "
+                        "minute on 2 CPUs)")
     p.add_argument("--timing-timeout", type=float, default=30)
     p.add_argument("--preroll-ms", type=float, default=0,
                    help="EvalRequest.timing_preroll_ms for every case (0: none)")
