@@ -169,6 +169,20 @@ def _kforge_extension_builds(note, set_probe):
             probing["touched"] = True
             raise RuntimeError("kforge probe: the failed build's stand-in was called")
 
+    class LibraryStandIn:
+        """What a kernel library's failed import returns during the probe: its names (a
+        `from cupy import RawKernel`, `import pycuda.driver as cuda`) are stand-ins too, and
+        calling one says the candidate would have used the library."""
+
+        def __getattr__(self, name):
+            if name.startswith("__"):
+                raise AttributeError(name)
+            return LibraryStandIn()
+
+        def __call__(self, *args, **kwargs):
+            probing["touched"] = True
+            raise RuntimeError("kforge probe: the missing kernel library was called")
+
     def probe(fn, devices):
         import random
         py_state = random.getstate()
@@ -208,25 +222,26 @@ def _kforge_extension_builds(note, set_probe):
     ext.load_inline = count(remember(ext.load_inline, "load_inline"), "load_inline")
     ext.load = count(ext.load, "load")
 
-    # A kernel library the candidate imports (cupy's RawKernel, pycuda's SourceModule, numba's
-    # cuda.jit) that this machine does not have is a failed build too: four of CUDA-L1's
-    # released candidates fall back to PyTorch on its ImportError. Only absolute imports of
-    # these top-level names, by the candidate's own module (torch and other libraries may try
-    # them as optional); in the probe the import returns a stand-in.
+    # A kernel library the candidate imports (cupy's RawKernel, pycuda's SourceModule) that
+    # this machine does not have, or that fails to import, is a failed build too: four of
+    # CUDA-L1's released candidates fall back to PyTorch on cupy's ImportError. Only absolute
+    # imports of these top-level names, by the candidate's own module (torch and other
+    # libraries may try them as optional); in the probe the import returns a stand-in. Not
+    # numba: its njit is a CPU compiler, with a pure-Python fallback that is no hidden kernel.
     import builtins
-    kernel_libraries = ("cupy", "pycuda", "numba")
+    kernel_libraries = ("cupy", "pycuda")
     candidate_modules = ("kforge_candidate", "kforge_candidate_probe")
     real_import = builtins.__import__
 
     def kernel_import(name, globals=None, locals=None, fromlist=(), level=0):
         try:
             return real_import(name, globals, locals, fromlist, level)
-        except ImportError as e:
+        except Exception as e:
             if (level != 0 or name.partition(".")[0] not in kernel_libraries or
                     (globals or {}).get("__name__") not in candidate_modules):
                 raise
             if probing["on"]:
-                return StandIn()
+                return LibraryStandIn()
             note(False, "import %s: %s" % (name, e))
             raise
 

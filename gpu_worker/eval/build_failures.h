@@ -31,7 +31,8 @@
 // of resources), with the first failure's build name and first error line:
 // the runtime `fallback` rule (runtime_rules.h, FailedBuild) rejects a candidate that went on
 // without its failed build. An ImportError from the candidate module's own absolute import of
-// a kernel library (cupy, pycuda, numba) counts as a failed build too ("import cupy: No module
+// a kernel library (cupy, pycuda; an ImportError or any other exception) counts as a failed
+// build too ("import cupy: No module
 // named 'cupy'"): CUDA-L1's cupy candidates fall back to PyTorch on it. Counted in the candidate's
 // process, so a policy on what it did: a candidate can hide a failure (call torch's internals, or
 // build something else), and is then judged, like any other, by what ran. Before the rule fires the

@@ -62,7 +62,7 @@ bool IsCompileError(const std::string& what) {
 // Whether a candidate's source may build an extension or import a kernel library
 // (build_failures.h): only then are the wrappers installed.
 bool BuildsKernels(const std::string& source) {
-  for (const char* word : {"cpp_extension", "cupy", "pycuda", "numba"}) {
+  for (const char* word : {"cpp_extension", "cupy", "pycuda"}) {
     if (source.find(word) != std::string::npos) return true;
   }
   return false;
@@ -565,7 +565,10 @@ class CandidateProcess {
   std::optional<Verdict> BuildFallback(const std::string& where, const py::list* args) {
     const ExtensionBuilds& b = ExtensionBuildsSoFar();
     std::optional<Verdict> v = FailedBuild(b.failed, b.built, b.first_failure, where);
-    if (!v || b.failed <= dead_failures_) return std::nullopt;
+    if (!v || b.failed <= dead_failures_) {
+      if (args) probe_model_ = py::object();  // the build's probe model is not needed
+      return std::nullopt;
+    }
     std::vector<int> devices;
     if (target_.cuda) devices.push_back(target_.index);
     const bool used = ProbeFailedBuildsUsed(

@@ -73,7 +73,7 @@ std::optional<Verdict> NoWork(uint32_t idle_calls, uint32_t busy_calls, uint32_t
 
 // `fallback` for a failed build the candidate went on without: `failed` kernel builds
 // (torch.utils.cpp_extension load/load_inline raised, or the candidate's import of a kernel
-// library this machine lacks: cupy, pycuda, numba) and none `built` in its process, and yet
+// library this machine lacks: cupy, pycuda) and none `built` in its process, and yet
 // ModelNew was constructed (`where` "") or forward returned. What ran is PyTorch (or whatever
 // the candidate's except chose), not a kernel of its own (issue 13, point 4: a hidden fallback
 // decided at runtime). `first_failure` names the build and its first error line. A candidate
