@@ -193,8 +193,10 @@ def get_switches(torch):
 
 def set_switches(torch, s):
     b = torch.backends
-    torch.set_float32_matmul_precision(s["precision"])  # sets matmul_tf32 too: that comes next
+    # allow_tf32 sets the precision ("high" or "highest"): it first, the precision after it
+    # (a candidate's "medium" is kept).
     b.cuda.matmul.allow_tf32 = s["matmul_tf32"]
+    torch.set_float32_matmul_precision(s["precision"])
     b.cuda.matmul.allow_fp16_reduced_precision_reduction = s["matmul_fp16"]
     b.cuda.matmul.allow_bf16_reduced_precision_reduction = s["matmul_bf16"]
     b.cudnn.allow_tf32, b.cudnn.benchmark = s["cudnn_tf32"], s["benchmark"]
@@ -230,11 +232,15 @@ def load_programs(spec):
     return ref, cand, inputs, judge, own
 
 
-def under(torch, switches, fn):
-    """fn, called with the process's switches set to `switches` first."""
+def under(torch, switches, fn, keep=False):
+    """fn, called with the process's switches set to `switches` first; `keep`: what the call
+    left is kept in `switches` for the next (a candidate that sets a switch in its forward)."""
     def call():
         set_switches(torch, switches)
-        return fn()
+        out = fn()
+        if keep:
+            switches.update(get_switches(torch))
+        return out
     return call
 
 
@@ -366,9 +372,10 @@ def measure(spec):
     import torch
     out = dict(device=spec["device"])
     ref, cand, inputs, judge, own = load_programs(spec)
-    out["candidate_switches"] = {k: v for k, v in own.items() if v != judge[k]}
+    out["_switches"] = (judge, own)  # child() reports the candidate's, as they end
     with torch.no_grad():
-        fns = [under(torch, judge, lambda: ref(*inputs)), under(torch, own, lambda: cand(*inputs))]
+        fns = [under(torch, judge, lambda: ref(*inputs)),
+               under(torch, own, lambda: cand(*inputs), keep=True)]
         out["outputs_close"] = outputs_close(fns[0](), fns[1]())
         if spec["device"] == "cpu":
             for f in fns:  # warm-up
@@ -435,6 +442,8 @@ def child(spec_path):
             cc = torch.cuda.get_device_capability()
             os.environ["TORCH_CUDA_ARCH_LIST"] = f"{cc[0]}.{cc[1]}+PTX"
         out = dict(status="ok", **measure(spec))
+        judge, own = out.pop("_switches")
+        out["candidate_switches"] = {k: v for k, v in own.items() if v != judge[k]}
     except BaseException as e:  # noqa: BLE001  (candidate code: anything can come out)
         out = dict(status="failed", error=repr(e)[:500])
     out["child_s"] = round(time.time() - t0, 3)

@@ -75,6 +75,13 @@ bool CandidateClient::NativeCode(std::string* detail) {
   return native_code_;
 }
 
+void CandidateClient::MarkNativeCode(const std::string& detail) {
+  std::string earlier;
+  if (NativeCode(&earlier)) return;
+  native_code_ = true;
+  native_detail_ = detail;
+}
+
 CandidateClient::~CandidateClient() {
   if (taint_fd_ >= 0) close(taint_fd_);
   if (pid_ <= 0) return;  // reaped by Describe

@@ -69,6 +69,9 @@ class CandidateClient {
   // Whether the candidate process reached native code (audit_hook.h), with the first such
   // event in `detail`; once true, always true.
   bool NativeCode(std::string* detail);
+  // The judge's own finding that the process can reach native code (candidate_files.h,
+  // HostCodeIn); the first finding, the hook's or this, is the one kept.
+  void MarkNativeCode(const std::string& detail);
 
   // Why the channel failed, with how the process ended when it did.
   std::string Describe(const std::string& channel_error);

@@ -1,8 +1,11 @@
 #include "gpu_worker/eval/candidate_files.h"
 
+#include <fcntl.h>
+#include <ftw.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <vector>
 
@@ -42,6 +45,42 @@ CandidateFiles CandidateFilesFor(const std::string& cache_dir, const std::string
   f.cpp_objects_dir = f.dir + "/cpp";
   f.torch_compile_dir = f.dir + "/torch_compile";
   return f;
+}
+
+// nftw's callback has no argument of its own: the walk's state (one walk at a time: the
+// evaluation's main thread).
+namespace {
+std::string* g_host_code = nullptr;
+
+int CheckHostCode(const char* path, const struct stat* st, int type, struct FTW*) {
+  constexpr uint16_t kEmCuda = 190;
+  if (type != FTW_F || !S_ISREG(st->st_mode)) return 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return 0;
+  unsigned char h[20] = {};
+  ssize_t n = read(fd, h, sizeof h);
+  close(fd);
+  if (n != static_cast<ssize_t>(sizeof h) || h[0] != 0x7f || h[1] != 'E' || h[2] != 'L' ||
+      h[3] != 'F') {
+    return 0;
+  }
+  const bool little = h[5] == 1;  // EI_DATA
+  const uint16_t machine = little ? static_cast<uint16_t>(h[18] | h[19] << 8)
+                                  : static_cast<uint16_t>(h[18] << 8 | h[19]);
+  if (machine == kEmCuda) return 0;
+  *g_host_code = path;
+  return 1;  // stops the walk
+}
+}  // namespace
+
+std::string HostCodeIn(const std::string& dir) {
+  // POSIX nftw, not std::filesystem: libtorch.so exports an incompatible one that may be bound.
+  std::string found;
+  g_host_code = &found;
+  nftw(dir.c_str(), CheckHostCode, 16, FTW_PHYS);
+  g_host_code = nullptr;
+  if (found.empty()) return found;
+  return found.compare(0, dir.size() + 1, dir + "/") == 0 ? found.substr(dir.size() + 1) : found;
 }
 
 void LockToCandidateFiles(const std::string& cache_dir, CandidateFiles* files) {

@@ -47,6 +47,15 @@ struct CandidateFiles {
 CandidateFiles CandidateFilesFor(const std::string& cache_dir, const std::string& task_source,
                                  const std::string& candidate_source);
 
+// The first file beneath `dir` (relative to it) that is host code a process could load: an
+// ELF object for another machine than EM_CUDA (a shared library, an executable; a cubin is
+// device code), or "" when there is none. Symbolic links are not followed. A candidate's
+// namespace is written by the candidate's own (untrusted) processes: the audit hook sees the
+// write in the process that makes it, but a later process can load what an earlier one left
+// without writing anything (a library's constructor runs when it is loaded), so a process
+// whose namespace holds host code is taken to have reached native code.
+std::string HostCodeIn(const std::string& dir);
+
 // Creates the namespace's directories, then restricts the process's writes as described
 // above and sets files->isolated. Without Landlock the evaluation goes on unrestricted
 // (isolated stays false).

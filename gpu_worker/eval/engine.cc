@@ -220,6 +220,14 @@ class Evaluation {
     seed_ = SecretSeed(req_.seed());
     init_seed_ = DeriveSeed(seed_, 1000);
     client_ = CandidateClient::Start(&error);
+    if (client_ && !files_.dir.empty()) {
+      // Before the process gets its Load (no candidate code has run in it yet): host code an
+      // earlier process of this candidate left in its namespace loads without a write.
+      if (std::string host = HostCodeIn(files_.dir); !host.empty()) {
+        client_->MarkNativeCode("the candidate's cache namespace holds host code (" + host +
+                                "): a library an earlier process left loads without a write");
+      }
+    }
     if (!client_ || !client_->SendLoad(LoadFor(dialect), &error)) {
       return Verdict{v1::VERDICT_RUNTIME_ERROR, error, "engine_error"};
     }

@@ -15,7 +15,10 @@ With one fresh cache directory, in CPU mode:
      in the namespace of that task and candidate, nothing in the victim's changes;
   5. the victim is evaluated again: its cubin is a cache hit (the file is not rewritten);
   6. a candidate writes where the environment names torch.compile's caches (Inductor's and
-     Triton's): the writes land in its own namespace, <key>/torch_compile/.
+     Triton's): the writes land in its own namespace, <key>/torch_compile/;
+  7. a candidate leaves host code (an ELF of this machine) in its namespace: its first
+     evaluation is native_code by the write, its second by what the namespace holds (a cubin
+     there, the victim's, is not host code).
 Every result must report system.cache_isolated. Exits 1 on the first failed check.
 
   cache_isolation_test.py --eval build/gpu_worker/eval/kforge-eval
@@ -33,6 +36,7 @@ VICTIM = os.path.join(ROOT, "examples", "candidates", "tiny_relu", "nvrtc_relu.p
 HACK = os.path.join(ROOT, "examples", "hacks", "plants_cache.py")
 PLANTING_TASK = os.path.join(ROOT, "tests", "engine", "planting_task.py")
 COMPILE_CACHE = os.path.join(ROOT, "tests", "engine", "compile_cache_candidate.py")
+PLANTS_HOST_CODE = os.path.join(ROOT, "tests", "engine", "plants_host_code.py")
 
 
 def evaluate(binary, candidate, cache, task=TASK):
@@ -111,6 +115,9 @@ def main():
         st = os.stat(cubins[0])
         check(r["rule"] == "no_gpu" and (st.st_ino, st.st_mtime_ns) == before[cubins[0]][:2],
               "the victim's second evaluation loaded its cubin from the cache (not rewritten)")
+        check("cache namespace" not in r.get("native_code_detail", ""),
+              f"a cubin in the namespace is device code, not host code: "
+              f"{r.get('native_code_detail')}")
 
         # torch.compile's caches (Inductor's, Triton's) are the candidate's namespace's too.
         r = evaluate(args.eval, COMPILE_CACHE, cache)
@@ -120,6 +127,18 @@ def main():
                                                     "torch_compile/triton/entry"],
               f"torch.compile's caches are in the candidate's namespace ({r['verdict']}: "
               f"{r.get('reason', '')[:200]}): {entries}")
+        check(r["system"]["cache_isolated"], "the torch.compile candidate's result is isolated")
+
+        # Host code an earlier process left in the namespace taints the later ones.
+        first, second = (evaluate(args.eval, PLANTS_HOST_CODE, cache) for _ in range(2))
+        check(first["verdict"] == "ok" and first.get("native_code") and
+              "opened for writing" in first.get("native_code_detail", ""),
+              f"the planting process is tainted by its write: {first.get('native_code_detail')}")
+        check(second["verdict"] == "ok" and second.get("native_code") and
+              "cache namespace holds host code (torch_extensions/planted/libplanted.so)" in
+              second.get("native_code_detail", ""),
+              f"the next process is tainted by what the namespace holds: "
+              f"{second.get('native_code_detail')}")
     print("cache isolation: all checks passed")
 
 
