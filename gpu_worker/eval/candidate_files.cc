@@ -97,6 +97,11 @@ void LockToCandidateFiles(const std::string& cache_dir, CandidateFiles* files) {
                                  &files->cpp_objects_dir, &files->torch_compile_dir}) {
       MakeShared(*d, 0777);
     }
+    // The caches torch.compile and cupy make beneath (candidate_process.cc): open to the
+    // node's other slot users too, as the rest of the namespace.
+    for (const char* sub : {"/inductor", "/triton", "/cupy"}) {
+      MakeShared(files->torch_compile_dir + sub, 0777);
+    }
     writable.push_back(files->dir);
   }
   FsLockOutcome lock = LockWritesBeneath(writable);

@@ -6,7 +6,8 @@
 //   <cache>/c/<key>/nvrtc/             kforge.cuda and cpp kernels
 //   <cache>/c/<key>/torch_extensions/  load_inline builds (and remembered failures)
 //   <cache>/c/<key>/cpp/               cpp shared objects
-//   <cache>/c/<key>/torch_compile/     torch.compile's caches (inductor/, triton/)
+//   <cache>/c/<key>/torch_compile/     torch.compile's caches (inductor/, triton/), cupy's
+//                                      (cupy/)
 //   <cache>/cpp/...                    the shared cpp PCH
 // Evaluations of the same candidate file on the same task file share a namespace (the build
 // ahead and the timed run of one lease among them); nothing else does. The task is part of the

@@ -229,6 +229,7 @@ class CandidateProcess {
       // and Triton read these when they first need their caches.
       environ["TORCHINDUCTOR_CACHE_DIR"] = req.torch_compile_dir() + "/inductor";
       environ["TRITON_CACHE_DIR"] = req.torch_compile_dir() + "/triton";
+      environ["CUPY_CACHE_DIR"] = req.torch_compile_dir() + "/cupy";  // cupy's kernels (cubins)
     }
     if (req.build_only() && !req.arch().empty()) {
       // A GPU worker's build ahead (no GPU visible, the slots' arch named): many candidates

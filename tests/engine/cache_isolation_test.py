@@ -124,7 +124,9 @@ def main():
         entries = sorted(os.path.relpath(os.path.join(d, n), namespace(cache, COMPILE_CACHE))
                          for d, _, ns in os.walk(namespace(cache, COMPILE_CACHE)) for n in ns)
         check(r["verdict"] == "ok" and entries == ["torch_compile/inductor/entry",
-                                                    "torch_compile/triton/entry"],
+                                                    "torch_compile/triton/entry"] and
+              all(os.stat(os.path.join(namespace(cache, COMPILE_CACHE), "torch_compile", d))
+                  .st_mode & 0o777 == 0o777 for d in ("inductor", "triton", "cupy")),
               f"torch.compile's caches are in the candidate's namespace ({r['verdict']}: "
               f"{r.get('reason', '')[:200]}): {entries}")
         check(r["system"]["cache_isolated"], "the torch.compile candidate's result is isolated")
