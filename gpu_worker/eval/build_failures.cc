@@ -34,7 +34,7 @@ bool ProbeFailedBuildsUsed(const std::function<void()>& fn, const std::vector<in
   return (*ProbeFunction())(py::cpp_function([&fn] { fn(); }), devices).cast<bool>();
 }
 
-void RememberFailedExtensionBuilds() {
+void RememberFailedExtensionBuilds(bool kernel_libraries) {
   py::dict scope;
   scope["_kforge_note_build"] = py::cpp_function([](bool built, const std::string& what) {
     ExtensionBuilds& b = Builds();
@@ -44,11 +44,12 @@ void RememberFailedExtensionBuilds() {
       b.first_failure = what.substr(0, 1024);
     }
   });
+  scope["_kforge_libraries"] = kernel_libraries;
   scope["_kforge_set_probe"] = py::cpp_function([](py::object probe) {
     if (!ProbeFunction()) ProbeFunction() = new py::object(std::move(probe));
   });
   py::exec(R"PY(
-def _kforge_extension_builds(note, set_probe):
+def _kforge_extension_builds(note, set_probe, libraries):
     import fcntl, functools, hashlib, os, re
     import torch
     import torch.utils.cpp_extension as ext
@@ -245,9 +246,10 @@ def _kforge_extension_builds(note, set_probe):
             note(False, "import %s: %s" % (name, e))
             raise
 
-    builtins.__import__ = kernel_import
+    if libraries:
+        builtins.__import__ = kernel_import
 
-_kforge_extension_builds(_kforge_note_build, _kforge_set_probe)
+_kforge_extension_builds(_kforge_note_build, _kforge_set_probe, _kforge_libraries)
 )PY",
            scope);
 }

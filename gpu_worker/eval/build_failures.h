@@ -53,11 +53,12 @@
 
 namespace kforge::eval {
 
-// Imports torch.utils.cpp_extension and wraps load_inline and load, and builtins.__import__
-// for the kernel libraries. Call once, before the
+// Imports torch.utils.cpp_extension and wraps load_inline and load, and, with
+// `kernel_libraries`, builtins.__import__ for the kernel libraries (every import statement of
+// the process then runs a Python frame: only for sources that name one). Call once, before the
 // audit hook and any candidate code, with the GIL held. Raises pybind11::error_already_set on
 // failure.
-void RememberFailedExtensionBuilds();
+void RememberFailedExtensionBuilds(bool kernel_libraries);
 
 // The extension builds of this process so far (all zero when the wrappers are not installed).
 struct ExtensionBuilds {

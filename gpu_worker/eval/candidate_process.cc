@@ -59,13 +59,13 @@ bool IsCompileError(const std::string& what) {
          what.find("Error building extension") != std::string::npos;
 }
 
-// Whether a candidate's source may build an extension or import a kernel library
-// (build_failures.h): only then are the wrappers installed.
+// Whether a candidate's source may import a kernel library, or build an extension or import a
+// kernel library (build_failures.h): only then are the wrappers installed.
+bool NamesKernelLibrary(const std::string& source) {
+  return source.find("cupy") != std::string::npos || source.find("pycuda") != std::string::npos;
+}
 bool BuildsKernels(const std::string& source) {
-  for (const char* word : {"cpp_extension", "cupy", "pycuda"}) {
-    if (source.find(word) != std::string::npos) return true;
-  }
-  return false;
+  return source.find("cpp_extension") != std::string::npos || NamesKernelLibrary(source);
 }
 
 class CandidateProcess {
@@ -207,7 +207,7 @@ class CandidateProcess {
       // (build_failures.h); the text test only saves the import for candidates that never
       // build an extension or import a kernel library.
       try {
-        RememberFailedExtensionBuilds();
+        RememberFailedExtensionBuilds(NamesKernelLibrary(req.candidate_source()));
       } catch (const py::error_already_set& e) {
         std::fprintf(stderr, "kforge: failed builds will not be remembered: %s\n", e.what());
       }
