@@ -1,39 +1,34 @@
 #include "gpu_worker/eval/candidate_files.h"
 
 #include <ftw.h>
+#include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
 #include <string>
 
-#include <gtest/gtest.h>
+#include "common/base/files.h"
 
 namespace kforge::eval {
 namespace {
 
-// POSIX only: libtorch.so exports an incompatible std::filesystem that may be bound instead.
-void MakeDirs(const std::string& dir) {
-  for (size_t i = 1; (i = dir.find('/', i)) != std::string::npos; ++i) {
-    mkdir(dir.substr(0, i).c_str(), 0700);
-  }
-  mkdir(dir.c_str(), 0700);
-}
-
-void Copy(const std::string& from, const std::string& to) {
-  std::ifstream in(from, std::ios::binary);
-  std::ofstream(to, std::ios::binary) << in.rdbuf();
+// A file and its missing parent directories.
+void Write(const std::string& path, const std::string& data) {
+  ASSERT_EQ(MakeDirs(path.substr(0, path.rfind('/'))), "");
+  ASSERT_TRUE(WriteFileAtomically(path, data));
 }
 
 // An ELF header: little-endian, e_machine `machine`.
 void WriteElf(const std::string& path, uint16_t machine) {
-  MakeDirs(path.substr(0, path.rfind('/')));
-  unsigned char h[64] = {0x7f, 'E', 'L', 'F', 2, 1, 1};
-  h[18] = machine & 0xff;
-  h[19] = machine >> 8;
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(h), sizeof h);
+  std::string h(64, '\0');
+  h.replace(0, 7,
+            "\x7f"
+            "ELF\x02\x01\x01");
+  h[18] = static_cast<char>(machine & 0xff);
+  h[19] = static_cast<char>(machine >> 8);
+  Write(path, h);
 }
 
 class HostCodeInTest : public ::testing::Test {
@@ -54,12 +49,11 @@ class HostCodeInTest : public ::testing::Test {
 
 TEST_F(HostCodeInTest, CubinsMarkersAndSourcesAreNotHostCode) {
   WriteElf(dir_ + "/nvrtc/abc.cubin", 190);  // EM_CUDA
-  MakeDirs(dir_ + "/torch_extensions/.kforge_failed_builds");
-  std::ofstream(dir_ + "/torch_extensions/.kforge_failed_builds/k")
-      << "Error building extension";
-  MakeDirs(dir_ + "/torch_compile/inductor");
-  std::ofstream(dir_ + "/torch_compile/inductor/x.py") << "print(1)\n";
-  std::ofstream(dir_ + "/short") << "\x7f" "EL";
+  Write(dir_ + "/torch_extensions/.kforge_failed_builds/k", "Error building extension");
+  Write(dir_ + "/torch_compile/inductor/x.py", "print(1)\n");
+  Write(dir_ + "/short",
+        "\x7f"
+        "EL");
   EXPECT_EQ(HostCodeIn(dir_), "");
   EXPECT_EQ(HostCodeIn(dir_ + "/missing"), "");
 }
@@ -73,7 +67,7 @@ TEST_F(HostCodeInTest, AHostLibraryAnywhereBeneathIsFound) {
 TEST_F(HostCodeInTest, ASymlinkToAHostLibraryIsNotFollowed) {
   ASSERT_EQ(symlink("/bin/true", (dir_ + "/link").c_str()), 0);
   EXPECT_EQ(HostCodeIn(dir_), "");
-  Copy("/bin/true", dir_ + "/copy");
+  Write(dir_ + "/copy", ReadFileOrEmpty("/bin/true"));
   EXPECT_EQ(HostCodeIn(dir_), "copy");
 }
 
