@@ -59,8 +59,8 @@ bool IsCompileError(const std::string& what) {
          what.find("Error building extension") != std::string::npos;
 }
 
-// Whether a candidate's source may import a kernel library, or build an extension or import a
-// kernel library (build_failures.h): only then are the wrappers installed.
+// Whether a candidate's source may import a kernel library (the import wrapper), and whether
+// it may build an extension or import one (the build wrappers; build_failures.h).
 bool NamesKernelLibrary(const std::string& source) {
   return source.find("cupy") != std::string::npos || source.find("pycuda") != std::string::npos;
 }
