@@ -281,7 +281,10 @@ TEST(DistributedTest, DatabaseRestartMidRunLosesNothing) {
 // or later, is always built before the slot is free to take it. (With candidates whose build
 // and evaluation took about as long, CI once saw the slot take it first.)
 TEST(DistributedTest, WorkerBuildsTheNextLeaseWhileItsSlotRunsAndCompileErrorsNeverReachASlot) {
-  Cluster cluster("dist_build_ahead");
+  // Leases here must not expire (an expiry runs an evaluation twice, which the counts below
+  // would misread): the cluster's 3 s, made for the tests that kill workers, is shorter than a
+  // stall of a loaded 2-core CI machine (one CI run saw an evaluation leased twice).
+  Cluster cluster("dist_build_ahead", /*gateway=*/false, {"--lease_timeout_s=60"});
   ServiceProcess* worker = cluster.StartWorker("cpu", 1, {"--prefetch=1"});
   ASSERT_NE(worker, nullptr);
   std::string task = cluster.SubmitTask("examples/tasks/tiny/tiny_relu.py");
@@ -304,7 +307,9 @@ TEST(DistributedTest, WorkerBuildsTheNextLeaseWhileItsSlotRunsAndCompileErrorsNe
       "  (SELECT count(*) FROM leases) AS leases FROM evaluations");
   EXPECT_EQ(rows.Get(0, "n"), "4");
   EXPECT_EQ(rows.Get(0, "done"), "4");
-  EXPECT_EQ(rows.Get(0, "a"), "1");
+  EXPECT_EQ(rows.Get(0, "a"), "1") << "worker:\n"
+                                   << worker->log() << "coordinator:\n"
+                                   << cluster.coordinator()->log();
   EXPECT_EQ(rows.Get(0, "leases"), "0");
 
   // The worker's log, in order: which lease ran on the slot and which was built meanwhile.
