@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <limits>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -27,6 +28,7 @@ CallSplit SplitCall(const std::vector<ActivityRecord>& records, uint64_t mark, u
   bool unlaunched = false;  // a GPU activity no recorded API call of the call launched
   uint64_t timer_end = 0;  // the end of the GPU work launched before the mark
   std::vector<std::pair<uint64_t, uint64_t>> intervals;  // the call's activities
+  std::vector<std::pair<uint64_t, uint32_t>> kernels;    // the call's kernels: start, name
   for (const auto& r : records) {
     if (r.kind != ActivityRecord::kGpu) continue;
     auto api = api_start.find(r.correlation);
@@ -38,6 +40,7 @@ CallSplit SplitCall(const std::vector<ActivityRecord>& records, uint64_t mark, u
       continue;
     }
     ++s.gpu_activities;
+    if (r.kernel != 0) kernels.emplace_back(r.start, r.kernel);
     if (r.end > r.start) intervals.emplace_back(r.start, r.end);
     first = std::min(first, r.start);
     last = std::max(last, r.end);
@@ -52,6 +55,12 @@ CallSplit SplitCall(const std::vector<ActivityRecord>& records, uint64_t mark, u
   s.host_ms = ret > host_from ? static_cast<double>(ret - host_from) / 1e6 : 0;
   if (s.gpu_activities == 0) return s;
   s.found = true;
+  std::sort(kernels.begin(), kernels.end());
+  for (const auto& [start, name] : kernels) {
+    if (std::find(s.kernels.begin(), s.kernels.end(), name) == s.kernels.end()) {
+      s.kernels.push_back(name);
+    }
+  }
   // Without the launching API call of every activity, the time from the mark to the first
   // activity is counted whole (pre), none of it as latency.
   // (A GPU timestamp may read a little before its API call's: the clocks are two.)
@@ -167,6 +176,26 @@ void CUPTIAPI BufferRequested(uint8_t** buffer, size_t* size, size_t* max_record
   *max_records = 0;
 }
 
+// Kernel names, each kept once (CUPTI's own strings are not promised to outlive the records).
+struct KernelNames {
+  std::mutex mu;
+  std::unordered_map<std::string, uint32_t> ids;
+  std::vector<std::string> names = {""};  // id 0: none
+};
+KernelNames& GetKernelNames() {
+  static auto* n = new KernelNames;
+  return *n;
+}
+
+uint32_t KernelId(const char* name) {
+  if (name == nullptr) return 0;
+  KernelNames& n = GetKernelNames();
+  std::lock_guard<std::mutex> lock(n.mu);
+  auto [it, added] = n.ids.emplace(name, static_cast<uint32_t>(n.names.size()));
+  if (added) n.names.push_back(it->first);
+  return it->second;
+}
+
 template <typename T>
 ActivityRecord Gpu(const CUpti_Activity* r) {
   const auto* a = reinterpret_cast<const T*>(r);
@@ -182,6 +211,7 @@ void CUPTIAPI BufferCompleted(CUcontext context, uint32_t stream, uint8_t* buffe
       case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
       case CUPTI_ACTIVITY_KIND_KERNEL:
         got.push_back(Gpu<CUpti_ActivityKernel10>(r));
+        got.back().kernel = KernelId(reinterpret_cast<const CUpti_ActivityKernel10*>(r)->name);
         break;
       case CUPTI_ACTIVITY_KIND_MEMCPY:
         got.push_back(Gpu<CUpti_ActivityMemcpy6>(r));
@@ -270,6 +300,12 @@ CallSplit ActivityTrace::Collect(uint64_t mark, uint64_t ret, bool* dropped) {
     p.dropped = false;
   }
   return SplitCall(records, mark, ret);
+}
+
+std::string ActivityTrace::KernelName(uint32_t id) {
+  KernelNames& n = GetKernelNames();
+  std::lock_guard<std::mutex> lock(n.mu);
+  return id < n.names.size() ? n.names[id] : std::string();
 }
 
 void ActivityTrace::Discard() {

@@ -39,6 +39,7 @@ struct ActivityRecord {
   uint64_t start = 0;
   uint64_t end = 0;
   uint32_t correlation = 0;  // links a GPU activity to the API call that launched it
+  uint32_t kernel = 0;       // a kernel's name (ActivityTrace::KernelName); 0: not a kernel
 };
 
 struct CallSplit {
@@ -54,6 +55,8 @@ struct CallSplit {
   // start event fires) to the later of the last activity's end and the return. The events'
   // interval should not exceed it by more than the events' own latencies.
   double window_ms = 0;
+  // The names of the call's kernels (ActivityRecord::kernel), each once, in order of start.
+  std::vector<uint32_t> kernels;
 };
 
 // The split of one call whose records are `records` (any order), the call having begun at
@@ -84,6 +87,8 @@ class ActivityTrace {
   // Delivers and forgets every completed record, and the dropped flag (call it after the
   // device is synchronised, before the next call's mark).
   void Discard();
+  // The name of kernel `id` as CUDA gives it (mangled for C++ linkage); "" for an unknown id.
+  static std::string KernelName(uint32_t id);
 
  private:
   ActivityTrace() = default;

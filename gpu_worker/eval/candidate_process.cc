@@ -23,6 +23,7 @@
 #include "gpu_worker/eval/cpp_dialect.h"
 #include "gpu_worker/eval/model_io.h"
 #include "gpu_worker/eval/nvrtc_module.h"
+#include "gpu_worker/eval/own_kernels.h"
 #include "gpu_worker/eval/python_runtime.h"
 #include "gpu_worker/eval/runtime_rules.h"
 #include "gpu_worker/eval/shared_slots.h"
@@ -288,6 +289,7 @@ class CandidateProcess {
   std::optional<judge::Loaded> BuildPython(const judge::Load& req, const py::list& init_inputs,
                                            const py::object& ref_model, judge::Loaded* out) {
     source_ = req.candidate_source();
+    if (dialect_ != v1::DIALECT_NVRTC) defined_kernels_ = DefinedKernelNames(source_);
     init_seed_ = req.init_seed();
     init_inputs_ = init_inputs;
     try {
@@ -450,7 +452,7 @@ class CandidateProcess {
     }
     auto t0 = Clock::now();
     if (device_sample) {
-      DeviceSample(call.device_preroll_ms(), out.mutable_claim(),
+      DeviceSample(call.device_preroll_ms(), &out,
                    [&] { error = Forward(args, in, &outputs, &subclass, &no_gpu); });
     } else {
       error = Forward(args, in, &outputs, &subclass, &no_gpu);
@@ -521,9 +523,10 @@ class CandidateProcess {
   }
 
   // Runs `forward` as a device-clock sample (timing.h, DeviceClock): its span, or why there
-  // is none, in `claim`. A CUDA fault while sampling surfaces in the device synchronisation
-  // after forward.
-  void DeviceSample(double preroll_ms, judge::Claim* claim, const std::function<void()>& forward) {
+  // is none, in `out`'s claim, and whether it launched a kernel the candidate defines. A CUDA
+  // fault while sampling surfaces in the device synchronisation after forward.
+  void DeviceSample(double preroll_ms, judge::Called* out, const std::function<void()>& forward) {
+    judge::Claim* claim = out->mutable_claim();
     if (!device_clock_ && device_clock_error_.empty()) {
       cudaDeviceProp p;
       cudaGetDeviceProperties(&p, target_.index);
@@ -549,11 +552,30 @@ class CandidateProcess {
       claim->set_busy_ms(r.busy_ms);
       claim->set_late_host_ms(r.late_host_ms);
       claim->set_no_span(Bounded(r.why_not));
+      // A candidate with a failed build and none that worked (a kernel library it could not
+      // import, say) is the failed-build rule's (BuildFallback), which asks whether it would
+      // have used what failed.
+      const ExtensionBuilds& builds = ExtensionBuildsSoFar();
+      if (r.ok && !defined_kernels_.empty() && (builds.failed == 0 || builds.built > 0)) {
+        CheckOwnKernels(r.kernels, out);
+      }
     } catch (const std::exception& e) {
       claim->set_no_span(Bounded(e.what()));
       // The sample failed before the call (its pre-roll could not hold the GPU, under
       // contention): the call is still made, unsampled, so its outputs are there to check.
       if (!ran) forward();
+    }
+  }
+
+  // Whether a call that launched `kernels` launched one the candidate defines (the `fallback`
+  // rule's input, runtime_rules.h, UnlaunchedKernels).
+  void CheckOwnKernels(const std::vector<std::string>& kernels, judge::Called* out) const {
+    constexpr size_t kNames = 4, kNameChars = 160;
+    out->set_kernels_checked(true);
+    out->set_own_kernel(LaunchedOwnKernel(kernels, defined_kernels_));
+    if (out->own_kernel()) return;
+    for (size_t i = 0; i < kernels.size() && i < kNames; ++i) {
+      out->add_launched_kernels(kernels[i].substr(0, kNameChars));
     }
   }
 
@@ -650,6 +672,7 @@ class CandidateProcess {
   // For the failed-build probe (BuildFallback): the source, the init seed and inputs ModelNew
   // was made with, and how many failed builds a probe already found dead.
   std::string source_;
+  std::vector<std::string> defined_kernels_;  // the kernels its text defines (own_kernels.h)
   uint64_t init_seed_ = 0;
   py::list init_inputs_;
   uint32_t dead_failures_ = 0;

@@ -18,6 +18,7 @@
 #include "gpu_worker/eval/cpp_dialect.h"
 #include "gpu_worker/eval/device_preroll.h"
 #include "gpu_worker/eval/model_io.h"
+#include "gpu_worker/eval/own_kernels.h"
 #include "gpu_worker/eval/python_runtime.h"
 #include "gpu_worker/eval/reference_share.h"
 #include "gpu_worker/eval/runtime_rules.h"
@@ -503,6 +504,10 @@ class Evaluation {
       return Verdict{v1::VERDICT_REJECTED,
                      "fallback: " + where + "the candidate's forward launched none of its own kernels",
                      "fallback"};
+    }
+    if (c.kernels_checked() && !c.own_kernel()) {
+      return UnlaunchedKernels(DefinedKernelNames(req_.candidate_source()),
+                               {c.launched_kernels().begin(), c.launched_kernels().end()}, where);
     }
     return std::nullopt;
   }

@@ -124,4 +124,22 @@ std::optional<Verdict> FailedBuild(uint32_t failed, uint32_t built,
                  "fallback"};
 }
 
+std::optional<Verdict> UnlaunchedKernels(const std::vector<std::string>& defined,
+                                         const std::vector<std::string>& launched,
+                                         const std::string& where) {
+  if (defined.empty()) return std::nullopt;
+  constexpr size_t kNames = 4;
+  std::string own, ran;
+  for (size_t i = 0; i < defined.size() && i < kNames; ++i) own += (i ? ", " : "") + defined[i];
+  if (defined.size() > kNames) own += ", ...";
+  for (size_t i = 0; i < launched.size() && i < kNames; ++i) ran += (i ? ", " : "") + launched[i];
+  if (launched.size() > kNames) ran += ", ...";
+  return Verdict{v1::VERDICT_REJECTED,
+                 "fallback: " + where + "the candidate's forward launched none of the kernels " +
+                     "its source defines (" + own + "), only " +
+                     (ran.empty() ? std::string("kernels of others") : ran) +
+                     ": what ran is not a kernel of its own",
+                 "fallback"};
+}
+
 }  // namespace kforge::eval

@@ -83,6 +83,16 @@ std::optional<Verdict> NoWork(uint32_t idle_calls, uint32_t busy_calls, uint32_t
 std::optional<Verdict> FailedBuild(uint32_t failed, uint32_t built,
                                    const std::string& first_failure, const std::string& where);
 
+// `fallback` for a call of a candidate whose text defines kernels (`defined`, own_kernels.h)
+// that launched none of them, only `launched` (issue 13, point 4: a candidate that made kernels
+// of its own launches them in every call). It catches a fallback whose kernel library imported
+// but failed later (cupy's compile or launch inside an `except`), which FailedBuild does not
+// see. Read from the activity trace of the candidate's device-clock samples, in its own
+// process: a policy, not a boundary.
+std::optional<Verdict> UnlaunchedKernels(const std::vector<std::string>& defined,
+                                         const std::vector<std::string>& launched,
+                                         const std::string& where);
+
 }  // namespace kforge::eval
 
 #endif  // KFORGE_GPU_WORKER_EVAL_RUNTIME_RULES_H_

@@ -5,6 +5,8 @@
 #include <ATen/ATen.h>
 
 #include <limits>
+#include <optional>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -18,6 +20,15 @@ at::Tensor Poisoned(int64_t n, at::ScalarType type) {
   at::Tensor t = at::empty({n}, at::TensorOptions().dtype(type));
   t.view(at::kByte).fill_(0xff);
   return t;
+}
+
+// `v` is a rejection by `rule` with exactly `reason`.
+void ExpectRejected(const std::optional<Verdict>& v, const std::string& rule,
+                    const std::string& reason) {
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->verdict, v1::VERDICT_REJECTED);
+  EXPECT_EQ(v->rule, rule);
+  EXPECT_EQ(v->reason, reason);
 }
 
 TEST(RuntimeRulesTest, PoisonIsSeenInEveryFloatWidthUntilEveryElementIsWritten) {
@@ -110,15 +121,11 @@ TEST(RuntimeRulesTest, HostTensorsAreNotJudgedAsDeviceOutputs) {
 TEST(RuntimeRulesTest, NoGpuWorkInEveryCallIsNoWork) {
   // 2_66 and 2_80 of CUDA-L1's corpus: a tensor made once and returned on every call (their
   // tasks' outputs do not depend on the inputs, so every comparison passes).
-  auto v = NoWork(kNoWorkCalls, 0, kNoWorkCalls, "in the timing stage, ");
-  ASSERT_TRUE(v.has_value());
-  EXPECT_EQ(v->verdict, v1::VERDICT_REJECTED);
-  EXPECT_EQ(v->rule, "no_work");
-  EXPECT_EQ(v->reason,
-            "no_work: in the timing stage, the candidate's process recorded no GPU work (no "
-            "kernel, copy or memset) in any of its 8 calls while the reference's did: its "
-            "outputs were not computed from the call's inputs (kept from an earlier call, or "
-            "made once)");
+  ExpectRejected(NoWork(kNoWorkCalls, 0, kNoWorkCalls, "in the timing stage, "), "no_work",
+                 "no_work: in the timing stage, the candidate's process recorded no GPU work (no "
+                 "kernel, copy or memset) in any of its 8 calls while the reference's did: its "
+                 "outputs were not computed from the call's inputs (kept from an earlier call, or "
+                 "made once)");
 }
 
 TEST(RuntimeRulesTest, OneCallWithGpuWorkOrTooFewCallsIsNotNoWork) {
@@ -155,6 +162,24 @@ TEST(RuntimeRulesTest, NoFailedBuildOrASecondVariantThatBuiltIsNotFallback) {
   EXPECT_FALSE(FailedBuild(0, 3, "", "").has_value());
   // A first variant that does not build, then a second that does: judged by its outputs.
   EXPECT_FALSE(FailedBuild(1, 1, "load_inline('a'): e", "").has_value());
+}
+
+TEST(RuntimeRulesTest, ACallThatLaunchedNoneOfTheCandidatesKernelsIsFallback) {
+  // CUDA-L1's 1_22: cupy imports, its kernel path fails inside an except, torch's tanh runs.
+  ExpectRejected(UnlaunchedKernels({"tanh_kernel", "tanh_kernel_simple"},
+                                   {"_ZN2at6native29vectorized_elementwise_kernelILi4E"},
+                                   "in iteration 3 of the timing stage, "),
+                 "fallback",
+                 "fallback: in iteration 3 of the timing stage, the candidate's forward launched "
+                 "none of the kernels its source defines (tanh_kernel, tanh_kernel_simple), only "
+                 "_ZN2at6native29vectorized_elementwise_kernelILi4E: what ran is not a kernel of "
+                 "its own");
+  auto many = UnlaunchedKernels({"a", "b", "c", "d", "e"}, {"k1", "k2", "k3", "k4", "k5"}, "");
+  ASSERT_TRUE(many.has_value());
+  EXPECT_NE(many->reason.find("(a, b, c, d, ...), only k1, k2, k3, k4, ...:"), std::string::npos)
+      << many->reason;
+  // A candidate that defines no kernel is not held to launching one.
+  EXPECT_FALSE(UnlaunchedKernels({}, {"k1"}, "").has_value());
 }
 
 }  // namespace

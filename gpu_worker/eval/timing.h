@@ -203,6 +203,8 @@ class DeviceClock {
     // much too short, and the span holds launch gaps).
     double late_host_ms = 0;
     std::string why_not;  // !ok: kNoGpuActivity, records dropped, unseen device work
+    // ok: the names of the call's kernels, each once (mangled for C++ linkage).
+    std::vector<std::string> kernels;
   };
   // Drains the device, launches a pre-roll of `preroll_ms`, runs `p` and reads its span.
   // Throws std::runtime_error on CUDA errors (a fault of `p` surfaces there).

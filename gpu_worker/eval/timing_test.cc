@@ -125,6 +125,25 @@ TEST(SplitCallTest, AKernelLaunchedByTheCallIsCountedWhateverItsName) {
   EXPECT_DOUBLE_EQ(bare.host_ms, 0);
 }
 
+TEST(SplitCallTest, NamesTheCallsKernelsOnceInOrderOfStartNotTheTimers) {
+  // The pre-roll (kernel 1) is the timer's; the call's kernels start in the order 3, 2, 3, 2.
+  std::vector<ActivityRecord> r = {
+      Api(500, 2),  Gpu(900, 300000, 2),    Api(5000, 6), Gpu(310000, 320000, 6),
+      Api(5100, 7), Gpu(301000, 305000, 7), Api(5200, 8), Gpu(330000, 340000, 8),
+      Api(5300, 9), Gpu(350000, 360000, 9)};
+  r[1].kernel = 1;
+  r[3].kernel = 2;
+  r[7].kernel = 3;
+  r[9].kernel = 2;
+  r[5].kernel = 3;
+  CallSplit s = SplitCall(r, 1000, 8000);
+  EXPECT_EQ(s.gpu_activities, 4);
+  EXPECT_EQ(s.kernels, (std::vector<uint32_t>{3, 2}));
+  // A call with no kernel (a copy only) names none.
+  r[3].kernel = r[5].kernel = r[7].kernel = r[9].kernel = 0;
+  EXPECT_TRUE(SplitCall(r, 1000, 8000).kernels.empty());
+}
+
 TEST(SplitCallTest, AnActivityWithoutItsApiCallCountsEverythingBeforeIt) {
   // A kernel no recorded API call launched (a device-side launch, say): no latency is left
   // out; the time from the mark to its start is all counted.

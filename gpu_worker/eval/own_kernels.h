@@ -1,0 +1,41 @@
+// Which kernels a kernelbench-dialect candidate defines in its own text, and whether a kernel
+// the GPU ran is one of them: the `fallback` rule's check that a candidate with kernels of its
+// own launches one of them in each call (runtime_rules.h, UnlaunchedKernels).
+//
+// A policy over the candidate's text and its process's activity records, never a boundary:
+// a candidate can name a kernel it does not define, and a native-code candidate can forge its
+// records. What ran is judged and timed whatever this says.
+//
+// Pure functions, unit-tested without a GPU.
+#ifndef KFORGE_GPU_WORKER_EVAL_OWN_KERNELS_H_
+#define KFORGE_GPU_WORKER_EVAL_OWN_KERNELS_H_
+
+#include <string>
+#include <vector>
+
+namespace kforge::eval {
+
+// The names of the kernels `source` defines, in order of first appearance, without repeats:
+// the function after each `__global__` (CUDA C++ in a string: load_inline, cupy's RawKernel
+// and RawModule, pycuda's SourceModule, NVRTC) and each function decorated with `triton.jit`
+// (or triton's autotune and heuristics above it) or numba's `cuda.jit`. Names that cannot be
+// read (a macro, an f-string placeholder) are left out, so a candidate may define more than
+// this finds; the rule then sees fewer of its kernels, never more.
+std::vector<std::string> DefinedKernelNames(const std::string& source);
+
+// Whether `launched`, a kernel name as CUDA's activity records give it (mangled for C++
+// linkage), is the kernel `defined`: the same name (extern "C", Triton), or an Itanium-mangled
+// name that holds it as a source name, its length then the name (`_Z11relu_kernelPKfPfi`, not
+// `_ZN2at6native16relu_kernel_cuda...`), the length not continuing a longer number; or a
+// demangled name that holds it as a whole identifier before `(` or `<` (CUPTI gives mangled
+// names; demangled ones are read too, so that a tool that demangles cannot make an honest
+// kernel look foreign).
+bool IsOwnKernel(const std::string& launched, const std::string& defined);
+
+// Whether any of `launched` is any of `defined`.
+bool LaunchedOwnKernel(const std::vector<std::string>& launched,
+                       const std::vector<std::string>& defined);
+
+}  // namespace kforge::eval
+
+#endif  // KFORGE_GPU_WORKER_EVAL_OWN_KERNELS_H_
