@@ -159,9 +159,10 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
     if (hooks.child) hooks.child();
     StageReporter reporter(ctl[1]);
     v1::EvalResult r = work(reporter);
-    reporter.Deliver(r);
+    // Everything printed goes first: the supervisor ends the process once the result is in.
     fflush(stdout);
     fflush(stderr);
+    reporter.Deliver(r);
     // Skip destructors: a CUDA context broken by the candidate may hang or abort in teardown.
     _exit(0);
   }
@@ -238,11 +239,16 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
         entered.emplace_back(stage, stage_start);
         ctl_buf.erase(0, 1);
       }
-      if (ctl_buf.size() >= 5 && ctl_buf[0] == 'R') {
+      if (!got_result && ctl_buf.size() >= 5 && ctl_buf[0] == 'R') {
         uint32_t len;
         std::memcpy(&len, ctl_buf.data() + 1, sizeof len);
         if (ctl_buf.size() >= 5 + static_cast<size_t>(len)) {
           got_result = result.ParseFromArray(ctl_buf.data() + 5, static_cast<int>(len));
+          // The evaluation is over: the whole group (the evaluation process and its
+          // candidate process) is ended at once, so that their CUDA contexts are torn down
+          // together rather than one after the other (the evaluation process's own exit,
+          // then the candidate's at the group's kill). Their output so far is in the pipe.
+          if (got_result && !exited) kill(-pid, SIGKILL);
         }
       }
     }
