@@ -89,6 +89,12 @@ CandidateClient::~CandidateClient() {
   waitpid(pid_, nullptr, 0);
 }
 
+void CandidateClient::KillWithoutWaiting() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGKILL);
+  pid_ = -1;
+}
+
 void CandidateClient::UseDevice(bool cuda, int device) {
   arena_ = std::make_unique<SlotArena>(cuda, device);
 }

@@ -76,6 +76,11 @@ class CandidateClient {
   // Why the channel failed, with how the process ended when it did.
   std::string Describe(const std::string& channel_error);
 
+  // Sends the candidate process SIGKILL and forgets it: whoever reaps this process's orphans
+  // (the supervisor, a child subreaper) reaps it. For the end of an evaluation, so that its
+  // CUDA context is torn down while the answer goes out.
+  void KillWithoutWaiting();
+
  private:
   CandidateClient(pid_t pid, int fd, int taint_fd)
       : pid_(pid), taint_fd_(taint_fd), channel_(fd, kMaxFrame) {}

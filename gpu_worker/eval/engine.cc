@@ -154,6 +154,9 @@ class Evaluation {
     result_.mutable_stages()->set_total_s(
         std::chrono::duration<double>(Clock::now() - ctx_.process_start).count());
     FlushPythonOutput();
+    // Killed, not waited for: its CUDA context is torn down while this process delivers the
+    // result and leaves (Evaluate).
+    if (client_) client_->KillWithoutWaiting();
     return result_;
   }
 
@@ -1195,9 +1198,11 @@ class Evaluation {
 
 v1::EvalResult Evaluate(const v1::EvalRequest& request, const EngineContext& context,
                         StageReporter& reporter) {
-  Evaluation e(request, context, reporter);
-  v1::EvalResult r = e.Run();
-  return r;
+  // Never destroyed: the evaluation process delivers the result and leaves with _exit
+  // (supervisor.h), and the supervisor then kills its process group. Destroying it first would
+  // put the reference's, the device clock's and the interpreter's teardown before the answer.
+  auto* e = new Evaluation(request, context, reporter);
+  return e->Run();
 }
 
 }  // namespace kforge::eval

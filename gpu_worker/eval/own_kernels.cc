@@ -1,7 +1,10 @@
 #include "gpu_worker/eval/own_kernels.h"
 
+#include <cxxabi.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <sstream>
 
 namespace kforge::eval {
@@ -64,6 +67,21 @@ std::string GlobalFunctionAt(const std::string& s, size_t at) {
   return "";
 }
 
+// Whether position `at` is in a comment (`//` earlier on its line, an open `/*`), or on a line
+// that starts with `#` (a preprocessor directive such as a macro's definition, whose parameter
+// is no kernel's name, or a Python comment).
+bool InCommentOrDirective(const std::string& s, size_t at) {
+  const size_t line = s.rfind('\n', at);
+  const size_t from = line == std::string::npos ? 0 : line + 1;
+  const std::string before = s.substr(from, at - from);
+  const size_t first = before.find_first_not_of(" \t");
+  if (first != std::string::npos && before[first] == '#') return true;
+  if (before.find("//") != std::string::npos) return true;
+  const size_t open = s.rfind("/*", at);
+  return open != std::string::npos &&
+         (s.rfind("*/", at) == std::string::npos || s.rfind("*/", at) < open);
+}
+
 // `line` without leading whitespace.
 std::string Stripped(const std::string& line) {
   size_t i = 0;
@@ -92,7 +110,8 @@ std::vector<std::string> DefinedKernelNames(const std::string& source) {
   for (size_t at = source.find(kGlobal); at != std::string::npos;
        at = source.find(kGlobal, at + kGlobal.size())) {
     const size_t end = at + kGlobal.size();
-    if ((at > 0 && IdentChar(source[at - 1])) || (end < source.size() && IdentChar(source[end]))) {
+    if ((at > 0 && IdentChar(source[at - 1])) || (end < source.size() && IdentChar(source[end])) ||
+        InCommentOrDirective(source, at)) {
       continue;
     }
     Add(&names, GlobalFunctionAt(source, end));
@@ -118,6 +137,16 @@ std::vector<std::string> DefinedKernelNames(const std::string& source) {
   return names;
 }
 
+// `name` demangled when it is an Itanium-mangled name the demangler reads, else itself.
+std::string Demangled(const std::string& name) {
+  if (name.rfind("_Z", 0) != 0) return name;
+  int status = 0;
+  char* d = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
+  std::string out = status == 0 && d != nullptr ? std::string(d) : name;
+  std::free(d);
+  return out;
+}
+
 bool IsOwnKernel(const std::string& launched, const std::string& defined) {
   if (defined.empty()) return false;
   if (launched == defined) return true;
@@ -135,23 +164,16 @@ bool IsOwnKernel(const std::string& launched, const std::string& defined) {
       return true;
     }
   }
-  if (launched.rfind("_Z", 0) != 0) {
-    // A demangled name (`void relu_kernel<256>(float const*, float*, int)`): the name as a
-    // whole identifier before a parameter or template list.
-    for (size_t at = launched.find(defined); at != std::string::npos;
-         at = launched.find(defined, at + 1)) {
-      const size_t end = at + defined.size();
-      if ((at == 0 || !IdentChar(launched[at - 1])) && end < launched.size() &&
-          (launched[end] == '(' || launched[end] == '<')) {
-        return true;
-      }
+  // A C++ name (demangled here when mangled): the name as a whole identifier before its
+  // parameter list, template arguments or ABI tag (`(anonymous namespace)::relu_kernel(float*)`,
+  // `my::tiled_gemm<256>(float const*)`, numba's `__main__::scale[abi:v1](Array<...>)`).
+  const std::string name = Demangled(launched);
+  for (size_t at = name.find(defined); at != std::string::npos; at = name.find(defined, at + 1)) {
+    const size_t end = at + defined.size();
+    if ((at == 0 || !IdentChar(name[at - 1])) && end < name.size() &&
+        (name[end] == '(' || name[end] == '<' || name[end] == '[')) {
+      return true;
     }
-    return false;
-  }
-  const std::string source_name = std::to_string(defined.size()) + defined;
-  for (size_t at = launched.find(source_name); at != std::string::npos;
-       at = launched.find(source_name, at + 1)) {
-    if (!std::isdigit(static_cast<unsigned char>(launched[at - 1]))) return true;
   }
   return false;
 }

@@ -16,20 +16,19 @@
 namespace kforge::eval {
 
 // The names of the kernels `source` defines, in order of first appearance, without repeats:
-// the function after each `__global__` (CUDA C++ in a string: load_inline, cupy's RawKernel
-// and RawModule, pycuda's SourceModule, NVRTC) and each function decorated with `triton.jit`
-// (or triton's autotune and heuristics above it) or numba's `cuda.jit`. Names that cannot be
-// read (a macro, an f-string placeholder) are left out, so a candidate may define more than
-// this finds; the rule then sees fewer of its kernels, never more.
+// the function after each `__global__` (CUDA C++ in a string: load_inline, cupy's RawKernel and
+// RawModule, pycuda's SourceModule, NVRTC; not in a comment or on a `#` line) and each function
+// decorated with `triton.jit` (or triton's autotune and heuristics above it) or numba's
+// `cuda.jit`. Names that cannot be read (a macro's pasted name, an f-string placeholder) are
+// left out, so a candidate may define more than this finds.
 std::vector<std::string> DefinedKernelNames(const std::string& source);
 
 // Whether `launched`, a kernel name as CUDA's activity records give it (mangled for C++
-// linkage), is the kernel `defined`: the same name (extern "C", Triton), or an Itanium-mangled
-// name that holds it as a source name, its length then the name (`_Z11relu_kernelPKfPfi`, not
-// `_ZN2at6native16relu_kernel_cuda...`), the length not continuing a longer number; or a
-// demangled name that holds it as a whole identifier before `(` or `<` (CUPTI gives mangled
-// names; demangled ones are read too, so that a tool that demangles cannot make an honest
-// kernel look foreign).
+// linkage), is the kernel `defined`: the same name (extern "C", Triton; Triton before 3.0 adds
+// `_0d1d...`), or a C++ name, demangled, that holds it as a whole identifier before its
+// parameter list, template arguments or ABI tag (`_ZN12_GLOBAL__N_111relu_kernelEPf` is
+// `(anonymous namespace)::relu_kernel(float*)`; torch's `at::native::tanh_kernel_cuda(...)` is
+// not `tanh_kernel`).
 bool IsOwnKernel(const std::string& launched, const std::string& defined);
 
 // Whether any of `launched` is any of `defined`.

@@ -26,13 +26,17 @@ extern "C" __global__ void tanh_kernel(float* x) {}  // a second variant, same n
 }
 
 TEST(DefinedKernelNamesTest, LeavesOutNamesItCannotRead) {
-  // A macro's pasted name, an f-string's placeholder, a word that merely contains the keyword,
-  // a host function.
+  // A macro's pasted name and its parameter, an f-string's placeholder, a word that merely
+  // contains the keyword, a host function, comments (C++ and Python) that mention a kernel.
   const std::string source = R"py(
 #define DEFINE(op) __global__ void op##_kernel(float* x) {}
+#define K(name) __global__ void name(float* x)
 code = f"__global__ void {name}(float* x) {{}}"
 my__global__ = 3
 __device__ float helper(float x) { return x; }
+// the __global__ kernel (below) reads x
+/* a __global__ void sketch(float* x) of the idea */
+# the __global__ kernel (below)
 )py";
   EXPECT_EQ(DefinedKernelNames(source), Names{});
 }
@@ -79,6 +83,17 @@ TEST(IsOwnKernelTest, ExactNamesAndMangledSourceNames) {
   EXPECT_FALSE(
       IsOwnKernel("void at::native::tanh_kernel_cuda(at::TensorIteratorBase&)", "tanh_kernel"));
   EXPECT_FALSE(IsOwnKernel("void at::native::my_relu_kernel(float*)", "relu_kernel"));
+}
+
+TEST(IsOwnKernelTest, KernelsInAnonymousAndNumberedNamespacesAndStaticOnes) {
+  // The anonymous namespace's `_GLOBAL__N_1` and a namespace `v2` end in a digit right before
+  // the kernel's length; a static kernel has internal linkage (`L`).
+  EXPECT_TRUE(IsOwnKernel("_ZN12_GLOBAL__N_111relu_kernelEPKfPfi", "relu_kernel"));
+  EXPECT_TRUE(IsOwnKernel("_ZN2v211relu_kernelEPf", "relu_kernel"));
+  EXPECT_TRUE(IsOwnKernel("_ZL11relu_kernelPKfPfi", "relu_kernel"));
+  EXPECT_TRUE(IsOwnKernel("_ZN12_GLOBAL__N_110tiled_gemmILi128EEEvPKfS2_Pf", "tiled_gemm"));
+  // torch's own kernels in its anonymous namespaces stay torch's.
+  EXPECT_FALSE(IsOwnKernel("_ZN2at6native12_GLOBAL__N_119elu_kernel_templateEv", "elu_kernel"));
 }
 
 TEST(IsOwnKernelTest, TorchsKernelsAreNotTheCandidates) {

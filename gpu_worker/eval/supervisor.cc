@@ -195,7 +195,7 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
     }
     if (exited && std::chrono::duration<double>(Clock::now() - exited_at).count() > 2) break;
     double elapsed = std::chrono::duration<double>(Clock::now() - stage_start).count();
-    if (!exited && !timed_out && elapsed > LimitFor(limits, stage)) {
+    if (!exited && !timed_out && !got_result && elapsed > LimitFor(limits, stage)) {
       timed_out = true;
       kill(-pid, SIGKILL);
     }
@@ -220,7 +220,7 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
       }
       if (fds[i].fd == out[0]) {
         output_total += static_cast<size_t>(n);
-        if (!flooded && !exited && output_total > limits.output_flood_bytes) {
+        if (!flooded && !exited && !got_result && output_total > limits.output_flood_bytes) {
           flooded = true;
           kill(-pid, SIGKILL);
         }
@@ -244,10 +244,10 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
         std::memcpy(&len, ctl_buf.data() + 1, sizeof len);
         if (ctl_buf.size() >= 5 + static_cast<size_t>(len)) {
           got_result = result.ParseFromArray(ctl_buf.data() + 5, static_cast<int>(len));
-          // The evaluation is over: the whole group (the evaluation process and its
-          // candidate process) is ended at once, so that their CUDA contexts are torn down
-          // together rather than one after the other (the evaluation process's own exit,
-          // then the candidate's at the group's kill). Their output so far is in the pipe.
+          // The evaluation is over (the evaluation process killed its candidate process
+          // without waiting for it, and was about to leave): the group goes at once, and
+          // their CUDA contexts are torn down together, after the answer. Everything they
+          // printed before the result is in the pipe.
           if (got_result && !exited) kill(-pid, SIGKILL);
         }
       }
