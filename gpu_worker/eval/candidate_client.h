@@ -5,7 +5,7 @@
 // before each call and copies out of afterwards.
 //
 // Thread-safety: the judge's main thread. Ownership: owns the child (killed and reaped by the
-// destructor) and the slots.
+// destructor, or killed by KillWithoutWaiting and left to the supervisor) and the slots.
 #ifndef KFORGE_GPU_WORKER_EVAL_CANDIDATE_CLIENT_H_
 #define KFORGE_GPU_WORKER_EVAL_CANDIDATE_CLIENT_H_
 
