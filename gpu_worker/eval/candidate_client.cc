@@ -97,6 +97,7 @@ void CandidateClient::KillWithoutWaiting() {
 
 void CandidateClient::UseDevice(bool cuda, int device) {
   arena_ = std::make_unique<SlotArena>(cuda, device);
+  channel_.set_spin_us(ChannelSpinUs(cuda));
 }
 
 std::string CandidateClient::Describe(const std::string& channel_error) {

@@ -191,6 +191,7 @@ class CandidateProcess {
     }
     if (arch.empty()) arch = "sm_90";
     slots_ = std::make_unique<SlotMap>(target_.cuda, target_.index);
+    channel_.set_spin_us(ChannelSpinUs(target_.cuda));
     dialect_ = req.dialect();
     strict_ = req.strict();
     ConfigureNvrtc({arch, target_.cuda, target_.index, req.nvrtc_dir()});

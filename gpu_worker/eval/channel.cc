@@ -1,10 +1,14 @@
 #include "gpu_worker/eval/channel.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 
 namespace kforge::eval {
@@ -104,8 +108,29 @@ bool Channel::ReadExact(char* data, size_t n, std::vector<int>* fds, std::string
   return true;
 }
 
+void Channel::SpinUntilReadable() const {
+  if (spin_us_ == 0) return;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us_);
+  struct pollfd p = {fd_, POLLIN, 0};
+  do {
+    p.revents = 0;
+    if (poll(&p, 1, 0) != 0) return;  // readable, closed, or an error the read will report
+  } while (std::chrono::steady_clock::now() < until);
+}
+
+uint32_t ChannelSpinUs(bool cuda) {
+  constexpr long kMaxUs = 100000;
+  if (const char* env = std::getenv("KFORGE_CHANNEL_SPIN_US"); env != nullptr && *env != '\0') {
+    char* end = nullptr;
+    const long us = std::strtol(env, &end, 10);
+    if (end != env && *end == '\0' && us >= 0) return static_cast<uint32_t>(std::min(us, kMaxUs));
+  }
+  return cuda ? 5000 : 0;
+}
+
 bool Channel::Receive(google::protobuf::MessageLite* message, std::vector<int>* fds,
                       std::string* error) {
+  SpinUntilReadable();
   unsigned char header[4];
   if (!ReadExact(reinterpret_cast<char*>(header), sizeof header, fds, error)) return false;
   const uint32_t n = header[0] | (header[1] << 8) | (header[2] << 16) |

@@ -11,11 +11,12 @@
 #ifndef KFORGE_GPU_WORKER_EVAL_CHANNEL_H_
 #define KFORGE_GPU_WORKER_EVAL_CHANNEL_H_
 
+#include <google/protobuf/message_lite.h>
+
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
-
-#include <google/protobuf/message_lite.h>
 
 namespace kforge::eval {
 
@@ -43,12 +44,25 @@ class Channel {
 
   int fd() const { return fd_; }
 
+  // Before blocking for a frame, polls for it for up to `us` microseconds (0: never). A process
+  // blocked in a read is woken by the scheduler, which on a virtual machine's idle CPU takes
+  // tens to hundreds of microseconds, and every call-clock sample pays two such wake-ups (the
+  // candidate process's for the call, the judge's for the answer). Costs a CPU while it polls.
+  void set_spin_us(uint32_t us) { spin_us_ = us; }
+
  private:
   bool ReadExact(char* data, size_t n, std::vector<int>* fds, std::string* error);
+  void SpinUntilReadable() const;
 
   int fd_;
   size_t max_frame_;
+  uint32_t spin_us_ = 0;
 };
+
+// How long the judge's and the candidate process's channels poll before blocking
+// (Channel::set_spin_us): KFORGE_CHANNEL_SPIN_US when set (0-100000), else 5000 on a GPU and 0
+// in CPU mode (where the candidate's forward runs on the CPUs the polling would take).
+uint32_t ChannelSpinUs(bool cuda);
 
 }  // namespace kforge::eval
 

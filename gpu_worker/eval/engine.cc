@@ -1131,8 +1131,18 @@ class Evaluation {
     }
     if (timed_verdict) return timed_verdict;
     if (!device && call_overhead_ms_ > 0) {
-      // What every call to the candidate process pays at least, measured before its code ran.
-      for (double& ms : phase->out.cand.ms) ms = std::max(ms - call_overhead_ms_, kMinCallMs);
+      // What every call to the candidate process pays at least, measured before its code ran
+      // (and no more than its fastest call left beside its own time: CallHopMs).
+      const double hop = CallHopMs(call_overhead_ms_, phase->out.cand.ms, phase->claims);
+      if (hop < call_overhead_ms_) {
+        phase->out.clock_note += std::string(phase->out.clock_note.empty() ? "" : "; ") +
+                                 "call clock: " + FormatMs(hop) +
+                                 " ms subtracted for the hop, not the calibration's " +
+                                 FormatMs(call_overhead_ms_) +
+                                 " ms (more than the candidate's fastest call left beside its "
+                                 "own time)";
+      }
+      for (double& ms : phase->out.cand.ms) ms = std::max(ms - hop, kMinCallMs);
       const v1::TimingStats raw = phase->out.candidate;
       phase->out.candidate = Summarise(phase->out.cand.ms);
       phase->out.candidate.set_event_fallbacks(raw.event_fallbacks());

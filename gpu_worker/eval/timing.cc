@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <stdexcept>
 
@@ -85,6 +86,19 @@ std::pair<double, double> MedianInterval(const std::vector<double>& v) {
 }
 
 }  // namespace
+
+double CallHopMs(double calibrated_ms, const std::vector<double>& raw_ms,
+                 const std::vector<double>& claims_ms) {
+  double hop = std::max(calibrated_ms, 0.0);
+  if (raw_ms.empty() || claims_ms.empty()) return hop;
+  double fastest_claim = std::numeric_limits<double>::infinity();
+  for (double c : claims_ms) {
+    if (c > 0 && std::isfinite(c)) fastest_claim = std::min(fastest_claim, c);
+  }
+  if (!std::isfinite(fastest_claim)) return hop;
+  const double room = *std::min_element(raw_ms.begin(), raw_ms.end()) - fastest_claim;
+  return std::min(hop, std::max(room, 0.0));
+}
 
 double RelStderrOfMedian(std::vector<double> v) {
   if (v.size() < 3) return 1;

@@ -163,6 +163,16 @@ TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate
 // their size.
 double RelStderrOfMedian(std::vector<double> samples);
 
+// The call clock's hop to subtract from each candidate sample (docs/evaluation.md, "Two
+// clocks"): the calibration's fastest null call, `calibrated_ms`, but no more than what the
+// candidate's fastest sample (`raw_ms`, the judge's) left beside its fastest own time
+// (`claims_ms`, the candidate process's forward as it measured it). A calibration made while
+// the machine was busier than during the candidate's calls would otherwise subtract part of
+// the candidate's work. The claims can only lower what is subtracted (a candidate that
+// inflates them lengthens its own time), never raise it past the calibration. Pure function.
+double CallHopMs(double calibrated_ms, const std::vector<double>& raw_ms,
+                 const std::vector<double>& claims_ms);
+
 // Summary statistics of samples in milliseconds, with the median's 95% interval.
 v1::TimingStats Summarise(std::vector<double> samples_ms);
 

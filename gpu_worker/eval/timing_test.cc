@@ -44,6 +44,21 @@ TEST(RelStderrOfMedianTest, TwoEqualModesKeepTheMedianUncertain) {
   EXPECT_GT(RelStderrOfMedian(v), 0.02);
 }
 
+TEST(CallHopTest, TheCalibrationUnlessTheCandidatesFastestCallLeftLessBesideItsOwnTime) {
+  // The calibration's 0.05 ms fits: the fastest call (0.30) less the fastest claim (0.20).
+  EXPECT_DOUBLE_EQ(CallHopMs(0.05, {0.31, 0.30, 0.40}, {0.21, 0.20}), 0.05);
+  // A calibration made on a busier machine (0.12 ms) while the calls paid 0.02: capped.
+  EXPECT_NEAR(CallHopMs(0.12, {0.06, 0.07}, {0.04, 0.05}), 0.02, 1e-12);
+  // A claim above the fastest call: nothing is subtracted.
+  EXPECT_DOUBLE_EQ(CallHopMs(0.05, {0.30}, {0.50}), 0);
+  // Claims that say nothing (none, zero, not finite) leave the calibration.
+  EXPECT_DOUBLE_EQ(CallHopMs(0.05, {0.30}, {}), 0.05);
+  EXPECT_DOUBLE_EQ(CallHopMs(0.05, {0.30}, {0.0, std::nan("")}), 0.05);
+  EXPECT_DOUBLE_EQ(CallHopMs(0.05, {}, {0.1}), 0.05);
+  // A claim of nearly nothing (a candidate that under-reports) cannot raise it either.
+  EXPECT_DOUBLE_EQ(CallHopMs(0.05, {0.30}, {1e-9}), 0.05);
+}
+
 TEST(RelStderrOfMedianTest, TooFewOrNonPositiveSamplesAreUnknown) {
   EXPECT_EQ(RelStderrOfMedian({1.0, 1.0}), 1);
   EXPECT_EQ(RelStderrOfMedian({0.0, 0.0, 0.0}), 1);
