@@ -53,9 +53,15 @@ std::vector<pid_t> ChildrenOfSelf() {
 
 // Descendants of the evaluation that left its process group (setpgid: ninja starts every
 // compiler in a group of its own) outlive the group's SIGKILL; as their parents die they are
-// reparented to this process, a child subreaper, and killed here until none is left.
+// reparented to this process, a child subreaper, and killed here until none is left. So is the
+// candidate process, which the evaluation process kills without waiting for it: its CUDA
+// context may take a while to be torn down, and the next evaluation starts only once it is
+// gone (bounded: a process stuck in the driver is left after kStraysWaitS).
 void KillStrays() {
-  for (int round = 0; round < 100; ++round) {
+  constexpr double kStraysWaitS = 30;
+  const auto until = std::chrono::steady_clock::now() +
+                     std::chrono::milliseconds(static_cast<int>(kStraysWaitS * 1000));
+  while (std::chrono::steady_clock::now() < until) {
     std::vector<pid_t> children = ChildrenOfSelf();
     if (children.empty()) return;
     for (pid_t c : children) kill(c, SIGKILL);
@@ -63,6 +69,8 @@ void KillStrays() {
     }
     usleep(1000);
   }
+  std::fprintf(stderr, "kforge: a process of the last evaluation outlived its SIGKILL by %.0f s\n",
+               kStraysWaitS);
 }
 
 using Clock = std::chrono::steady_clock;
