@@ -4,7 +4,7 @@
 # table is printed last.
 #
 #   bash scripts/gpu_suite.sh [sections]     sections: unit,cases,bench (the default), probe,
-#                                            tracecost, compat, check
+#                                            tracecost, compat, check, drift
 #
 # unit: the engine's GoogleTest binaries (engine_unit_test, cpp_dialect_test, fs_lock_test),
 # whose GPU tests are skipped on machines without one; cases: tests/engine/run_cases.py on the
@@ -20,7 +20,13 @@
 # $OUT/compat.jsonl, with a bare method, CUDA graph replay or events behind a pre-roll, no
 # kforge code, into $OUT/check; it ends by CHECK_BUDGET_S seconds from the suite's start,
 # default 560, and reuses KB's builds from compat's default work dir /tmp/kforge-compat).
-# Environment: CASES_ARGS, BENCH_ARGS, PROBE_ARGS, COMPAT_ARGS, CHECK_ARGS (passed on), OUT,
+# drift: gpu_worker/eval/bench/drift_probe.py (one task and candidate again and again through
+# one fork server: does the call clock drift with the server's age? DRIFT_ARGS, default 19_ReLU
+# with examples/candidates/19_ReLU/nvrtc_vec4.py for 60 s; add
+# "--restart-every 10" for a fresh server every 10 evaluations), into $OUT/drift.jsonl with a
+# first-quarter / last-quarter summary.
+# Environment: CASES_ARGS, BENCH_ARGS, PROBE_ARGS, COMPAT_ARGS, CHECK_ARGS, DRIFT_ARGS (passed
+# on), OUT,
 # PYTHON, KERNELBENCH, GTEST_SOURCE, COMPAT_BUDGET_S, CHECK_BUDGET_S, CHECK_INPUT.
 #
 # Expects: CUDA toolkit, python3 with torch 2.11 (its headers, libpython), protobuf 3.21 and
@@ -124,6 +130,25 @@ if [[ $SECTIONS == *compat* ]]; then
     { echo "compat failed:"; tail -20 "$OUT/compat.log"; }
 fi
 
+if [[ $SECTIONS == *drift* ]]; then
+  drift_default=(--task "$KERNELBENCH/level1/19_ReLU.py"
+                 --candidate examples/candidates/19_ReLU/nvrtc_vec4.py --seconds 60)
+  # shellcheck disable=SC2086
+  "$PY" gpu_worker/eval/bench/drift_probe.py --eval "$EVAL" --device cuda \
+    ${DRIFT_ARGS:-${drift_default[*]}} > "$OUT/drift.jsonl" 2> "$OUT/drift.log"
+  "$PY" - "$OUT/drift.jsonl" > "$OUT/drift_table.txt" <<'PYEOF'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+q = max(1, len(rows) // 4)
+def med(part, key):
+    v = [r[key] for r in part if r.get(key) is not None]
+    return f"{statistics.median(v):.4f}" if v else "-"
+print(f"drift: {len(rows)} evaluations over {rows[-1]['at_s'] if rows else 0} s")
+for key in ("hop_ms", "ref_min_ms", "ref_median_ms", "cand_min_ms", "cand_median_ms", "wall_s"):
+    print(f"  {key:15s} first quarter {med(rows[:q], key)}  last quarter {med(rows[-q:], key)}")
+PYEOF
+fi
+
 check_line="not run"
 if [[ $SECTIONS == *check* ]]; then
   check_input=${CHECK_INPUT:-$OUT/compat.jsonl}
@@ -178,6 +203,7 @@ for k, v in b.items():
 PYEOF
 [[ -f $OUT/span_probe.log ]] && sed -n '/^== spread/,$p' "$OUT/span_probe.log"
 [[ -f $OUT/trace_cost_table.txt ]] && cat "$OUT/trace_cost_table.txt"
+[[ $SECTIONS == *drift* && -f $OUT/drift_table.txt ]] && cat "$OUT/drift_table.txt"
 [[ $SECTIONS == *compat* && -f $OUT/compat_table.txt ]] && cat "$OUT/compat_table.txt"
 [[ $SECTIONS == *check* && -f $OUT/check/independent_check_table.txt ]] &&
   cat "$OUT/check/independent_check_table.txt"
