@@ -39,11 +39,12 @@ SandboxPolicy PolicyFor(const WorkerOptions& options) {
 // What the children inherit. TORCH_CUDA_ARCH_LIST (set by main from the GPU) makes
 // load_inline's nvcc flags the same in a build ahead, which sees no GPU, as in the timed run;
 // CUDA_HOME names the toolkit the sandbox's view and program list hold (eval_view.h);
-// KFORGE_SHARE_REFERENCE tells the fork server what to share (reference_share.h).
+// KFORGE_SHARE_REFERENCE tells the fork server what to share (reference_share.h);
+// KFORGE_CHANNEL_SPIN_US how long the judge and the candidate process poll (channel.h).
 std::vector<std::string> ExtraEnv(bool build_only = false) {
   std::vector<std::string> env = CudaToolkitEnv();
   for (const char* name : {"KFORGE_PYTHONPATH", "CUDA_VISIBLE_DEVICES", "TORCH_CUDA_ARCH_LIST",
-                           "KFORGE_SHARE_REFERENCE"}) {
+                           "KFORGE_SHARE_REFERENCE", "KFORGE_CHANNEL_SPIN_US"}) {
     if (build_only && std::string(name) == "CUDA_VISIBLE_DEVICES") continue;
     if (const char* v = std::getenv(name)) env.push_back(std::string(name) + "=" + v);
   }
