@@ -1,11 +1,10 @@
 #include "gpu_worker/eval/own_kernels.h"
 
-#include <cxxabi.h>
-
 #include <algorithm>
 #include <cctype>
-#include <cstdlib>
 #include <sstream>
+
+#include "gpu_worker/eval/cpp_imports.h"
 
 namespace kforge::eval {
 namespace {
@@ -137,16 +136,6 @@ std::vector<std::string> DefinedKernelNames(const std::string& source) {
   return names;
 }
 
-// `name` demangled when it is an Itanium-mangled name the demangler reads, else itself.
-std::string Demangled(const std::string& name) {
-  if (name.rfind("_Z", 0) != 0) return name;
-  int status = 0;
-  char* d = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
-  std::string out = status == 0 && d != nullptr ? std::string(d) : name;
-  std::free(d);
-  return out;
-}
-
 bool IsOwnKernel(const std::string& launched, const std::string& defined) {
   if (defined.empty()) return false;
   if (launched == defined) return true;
@@ -167,7 +156,7 @@ bool IsOwnKernel(const std::string& launched, const std::string& defined) {
   // A C++ name (demangled here when mangled): the name as a whole identifier before its
   // parameter list, template arguments or ABI tag (`(anonymous namespace)::relu_kernel(float*)`,
   // `my::tiled_gemm<256>(float const*)`, numba's `__main__::scale[abi:v1](Array<...>)`).
-  const std::string name = Demangled(launched);
+  const std::string name = Demangle(launched);
   for (size_t at = name.find(defined); at != std::string::npos; at = name.find(defined, at + 1)) {
     const size_t end = at + defined.size();
     if ((at == 0 || !IdentChar(name[at - 1])) && end < name.size() &&
