@@ -44,12 +44,13 @@ void RememberFailedExtensionBuilds(bool kernel_libraries) {
       b.first_failure = what.substr(0, 1024);
     }
   });
+  scope["_kforge_note_library"] = py::cpp_function([] { Builds().kernel_library = true; });
   scope["_kforge_libraries"] = kernel_libraries;
   scope["_kforge_set_probe"] = py::cpp_function([](py::object probe) {
     if (!ProbeFunction()) ProbeFunction() = new py::object(std::move(probe));
   });
   py::exec(R"PY(
-def _kforge_extension_builds(note, set_probe, libraries):
+def _kforge_extension_builds(note, note_library, set_probe, libraries):
     import fcntl, functools, hashlib, os, re
     import torch
     import torch.utils.cpp_extension as ext
@@ -236,7 +237,7 @@ def _kforge_extension_builds(note, set_probe, libraries):
 
     def kernel_import(name, globals=None, locals=None, fromlist=(), level=0):
         try:
-            return real_import(name, globals, locals, fromlist, level)
+            module = real_import(name, globals, locals, fromlist, level)
         except Exception as e:
             if (level != 0 or name.partition(".")[0] not in kernel_libraries or
                     (globals or {}).get("__name__") not in candidate_modules):
@@ -245,11 +246,18 @@ def _kforge_extension_builds(note, set_probe, libraries):
                 return LibraryStandIn()
             note(False, "import %s: %s" % (name, e))
             raise
+        # A kernel library that loaded: the own-kernels rule's trigger (its kernels compile
+        # at run time, with no build to count).
+        if (level == 0 and not probing["on"] and name.partition(".")[0] in kernel_libraries and
+                (globals or {}).get("__name__") == "kforge_candidate"):
+            note_library()
+        return module
 
     if libraries:
         builtins.__import__ = kernel_import
 
-_kforge_extension_builds(_kforge_note_build, _kforge_set_probe, _kforge_libraries)
+_kforge_extension_builds(_kforge_note_build, _kforge_note_library, _kforge_set_probe,
+                         _kforge_libraries)
 )PY",
            scope);
 }

@@ -65,6 +65,9 @@ struct ExtensionBuilds {
   uint32_t built = 0;
   uint32_t failed = 0;
   std::string first_failure;  // "load_inline('name'): first error line"
+  // The candidate's own module imported a kernel library (cupy, pycuda) that loaded: its
+  // kernels are compiled at run time, with no extension build to count.
+  bool kernel_library = false;
 };
 const ExtensionBuilds& ExtensionBuildsSoFar();
 

@@ -34,6 +34,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr uint32_t kDefaultTrials = 5;
+// The pre-roll of a correctness trial's call when it is activity-traced for the own-kernels
+// rule (Trial): only the names of its kernels are read, so the pre-roll need only be there.
+constexpr double kTracedTrialPrerollMs = 0.1;
 // Timing inputs are fresh for every iteration when get_inputs() and the copy for the candidate
 // take at most this long; otherwise up to kTimingInputSets sets rotate, fewer above
 // kMaxTimingSetBytes.
@@ -515,6 +518,16 @@ class Evaluation {
     return std::nullopt;
   }
 
+  // Whether correctness trials are activity-traced: a kernelbench candidate on a GPU whose
+  // source defines kernels (own_kernels.h).
+  bool TracesTrials(v1::Dialect dialect) {
+    if (!traces_trials_) {
+      traces_trials_ = target_.cuda && dialect == v1::DIALECT_KERNELBENCH &&
+                       !DefinedKernelNames(req_.candidate_source()).empty();
+    }
+    return *traces_trials_;
+  }
+
   bool HasCppKernels() const {
     return req_.candidate_source().find("KFORGE_KERNELS") != std::string::npos;
   }
@@ -561,7 +574,11 @@ class Evaluation {
     }
     count(&TrialTimes::poison);
     v1::judge::Called called;
-    if (!client_->Call(trial_calls_++, 0, ref_aliases_, false, 0, 0, &called, &error)) {
+    // Traced, so that the candidate process can tell whether the call launched a kernel the
+    // candidate defines (the own-kernels rule, own_kernels.h): here, untimed, whether or not
+    // the process reached native code, which stops the device clock's timed samples.
+    const double traced = TracesTrials(dialect) ? kTracedTrialPrerollMs : 0;
+    if (!client_->Call(trial_calls_++, 0, ref_aliases_, false, 0, traced, &called, &error)) {
       return Verdict{v1::VERDICT_RUNTIME_ERROR, error, ""};
     }
     count(&TrialTimes::candidate);
@@ -1198,6 +1215,7 @@ class Evaluation {
   bool fresh_timing_inputs_ = true;  // QuickInputs(), decided in LoadTask
   double call_overhead_ms_ = 0;      // CalibrateCalls: subtracted from candidate call samples
   uint32_t trial_calls_ = 0, timed_calls_ = 0;
+  std::optional<bool> traces_trials_;  // TracesTrials, once known
   // The last correctness trial's reference outputs (only their layout is used) and their
   // AliasBits against its inputs: the timing's output slots and aliasing (TimePhase).
   std::vector<at::Tensor> ref_out_like_;
