@@ -553,15 +553,12 @@ class CandidateProcess {
       claim->set_busy_ms(r.busy_ms);
       claim->set_late_host_ms(r.late_host_ms);
       claim->set_no_span(Bounded(r.why_not));
-      // Only a candidate that built kernels of its own (an extension built, or a kernel
-      // library such as cupy loaded) must launch them: one whose kernel code is never built
-      // for this task (behind a size threshold, a switch left off) runs PyTorch honestly
-      // (CUDA-L1's 1_98 and 2_6 on the H200, session 18). A candidate with a failed build and
-      // none that worked is the failed-build rule's (BuildFallback), which asks whether it
-      // would have used what failed. The engine asks for these samples in the correctness
-      // trials too, where native code does not stop them (engine.cc, Trial).
+      // Only a candidate that built kernels of its own must launch them (own_kernels.h,
+      // MustLaunchOwnKernels). The engine asks for these samples in the correctness trials
+      // too, where native code does not stop them (engine.cc, Trial).
       const ExtensionBuilds& builds = ExtensionBuildsSoFar();
-      if (r.ok && !defined_kernels_.empty() && (builds.built > 0 || builds.kernel_library)) {
+      if (r.ok &&
+          MustLaunchOwnKernels(defined_kernels_.size(), builds.built, builds.kernel_library)) {
         CheckOwnKernels(r.kernels, out);
       }
     } catch (const std::exception& e) {

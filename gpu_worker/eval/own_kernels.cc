@@ -177,4 +177,9 @@ bool LaunchedOwnKernel(const std::vector<std::string>& launched,
   return false;
 }
 
+bool MustLaunchOwnKernels(size_t defined_kernels, uint32_t extensions_built,
+                          bool kernel_library_loaded) {
+  return defined_kernels > 0 && (extensions_built > 0 || kernel_library_loaded);
+}
+
 }  // namespace kforge::eval

@@ -10,6 +10,8 @@
 #ifndef KFORGE_GPU_WORKER_EVAL_OWN_KERNELS_H_
 #define KFORGE_GPU_WORKER_EVAL_OWN_KERNELS_H_
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -34,6 +36,15 @@ bool IsOwnKernel(const std::string& launched, const std::string& defined);
 // Whether any of `launched` is any of `defined`.
 bool LaunchedOwnKernel(const std::vector<std::string>& launched,
                        const std::vector<std::string>& defined);
+
+// Whether the rule holds a candidate to its kernels: its source defines some
+// (`defined_kernels` of them, DefinedKernelNames) and it built them (`extensions_built`
+// load_inline/load builds that succeeded, or a kernel library such as cupy that loaded,
+// build_failures.h). A candidate whose kernels are never built for the task (behind a size
+// threshold, a switch left off: CUDA-L1's 1_98 and 2_6) runs PyTorch honestly; one whose build
+// failed is the failed-build rule's.
+bool MustLaunchOwnKernels(size_t defined_kernels, uint32_t extensions_built,
+                          bool kernel_library_loaded);
 
 }  // namespace kforge::eval
 

@@ -118,5 +118,13 @@ TEST(LaunchedOwnKernelTest, AnyLaunchedKernelOfItsOwnCounts) {
   EXPECT_FALSE(LaunchedOwnKernel({"tanh_kernel"}, {}));
 }
 
+TEST(MustLaunchOwnKernelsTest, OnlyACandidateThatBuiltTheKernelsItDefines) {
+  EXPECT_TRUE(MustLaunchOwnKernels(2, 1, false));  // load_inline built
+  EXPECT_TRUE(MustLaunchOwnKernels(1, 0, true));   // cupy loaded: its kernels compile at run time
+  // Never built for this task (1_98 below its size threshold, 2_6's switch left off).
+  EXPECT_FALSE(MustLaunchOwnKernels(1, 0, false));
+  EXPECT_FALSE(MustLaunchOwnKernels(0, 3, true));  // nothing of its own to launch
+}
+
 }  // namespace
 }  // namespace kforge::eval
