@@ -1,15 +1,16 @@
 #include "gpu_worker/eval/candidate_client.h"
 
+#include <cuda_runtime_api.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <cuda_runtime_api.h>
 #include <torch/csrc/autograd/python_variable.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 
 #include "common/base/utf8.h"
@@ -269,6 +270,10 @@ bool CandidateClient::PoisonOutputs(const std::vector<at::Tensor>& ref_outputs,
 bool CandidateClient::Call(uint32_t iteration, int group, const std::vector<uint64_t>& ref_aliases,
                            bool timed, uint32_t keep, double device_preroll_ms,
                            judge::Called* called, std::string* error, bool null_call) {
+  const auto started = std::chrono::steady_clock::now();
+  auto us_since = [&](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t).count();
+  };
   judge::ToCandidate out;
   judge::Call* call = out.mutable_call();
   call->set_iteration(iteration);
@@ -284,6 +289,7 @@ bool CandidateClient::Call(uint32_t iteration, int group, const std::vector<uint
     *error = Describe(e);
     return false;
   }
+  const double send_us = us_since(started);
   judge::FromCandidate in;
   if (!Receive(&in, error)) return false;
   if (in.kind_case() != judge::FromCandidate::kCalled) {
@@ -291,6 +297,10 @@ bool CandidateClient::Call(uint32_t iteration, int group, const std::vector<uint
     return false;
   }
   *called = in.called();
+  if (CallProfileOn()) {
+    profile_.Add(null_call, send_us, us_since(started),
+                 {called->profile_us().begin(), called->profile_us().end()});
+  }
   return true;
 }
 

@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "gpu_worker/eval/call_profile.h"
 #include "gpu_worker/eval/channel.h"
 #include "gpu_worker/eval/shared_slots.h"
 #include "kforge/v1/judge.pb.h"
@@ -61,6 +62,8 @@ class CandidateClient {
   bool Call(uint32_t iteration, int group, const std::vector<uint64_t>& ref_aliases, bool timed,
             uint32_t keep, double device_preroll_ms, v1::judge::Called* called,
             std::string* error, bool null_call = false);
+  // KFORGE_CALL_PROFILE: call_profile.h's summary of the calls so far ("" when off or none).
+  std::string CallProfileSummary() const { return profile_.Summary(); }
   // The candidate's copies of the inputs of `group` (views of its slots).
   const std::vector<at::Tensor>& inputs(int group) const { return input_views_.at(group); }
   // Views of the output slots (the candidate's outputs after a Call).
@@ -102,6 +105,7 @@ class CandidateClient {
   std::map<int, std::vector<v1::judge::Arg>> prepared_;
   std::vector<at::Tensor> output_views_;
   std::vector<v1::judge::TensorView> output_descs_;
+  CallProfile profile_;  // KFORGE_CALL_PROFILE only
 };
 
 }  // namespace kforge::eval

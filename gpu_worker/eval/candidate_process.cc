@@ -18,6 +18,7 @@
 
 #include "gpu_worker/eval/audit_hook.h"
 #include "gpu_worker/eval/build_failures.h"
+#include "gpu_worker/eval/call_profile.h"
 #include "gpu_worker/eval/candidate_lockdown.h"
 #include "gpu_worker/eval/channel.h"
 #include "gpu_worker/eval/cpp_dialect.h"
@@ -427,6 +428,10 @@ class CandidateProcess {
 
   judge::Called Call(const judge::Call& call) {
     judge::Called out;
+    const auto started = Clock::now();
+    auto stamp = [&] {
+      if (CallProfileOn()) out.add_profile_us(Since(started) * 1e6);
+    };
     if (!model_ && !cpp_ && !calibrating_) {
       out.set_error("the candidate is not loaded");
       return out;
@@ -438,6 +443,7 @@ class CandidateProcess {
       out.set_error("engine: " + error);
       return out;
     }
+    stamp();  // args
     std::vector<at::Tensor> outputs;
     bool subclass = false, no_gpu = false;
     const uint64_t before = Launches();
@@ -459,11 +465,13 @@ class CandidateProcess {
       error = Forward(args, in, &outputs, &subclass, &no_gpu);
     }
     if (end) cudaEventRecord(end, nullptr);
+    stamp();  // forward
     out.set_own_launches(Launches() - before);
     if (error.empty() && target_.cuda) {
       cudaError_t e = cudaDeviceSynchronize();  // a kernel fault surfaces here
       if (e != cudaSuccess) error = std::string("CUDA error after the candidate ran: ") + cudaGetErrorString(e);
     }
+    stamp();  // sync
     if (call.timed()) {
       out.mutable_claim()->set_host_ms(Since(t0) * 1000);
       float ms = 0;
@@ -487,6 +495,7 @@ class CandidateProcess {
       out.set_rule_reason(Bounded(v->reason));
       return out;
     }
+    stamp();  // rules
     if (outputs.size() != static_cast<size_t>(call.outputs_size())) {
       out.set_mismatch("returned " + std::to_string(outputs.size()) + " outputs, the reference " +
                        std::to_string(call.outputs_size()));
@@ -513,10 +522,12 @@ class CandidateProcess {
       }
       slot.copy_(o);
     }
+    stamp();  // copy
     if (target_.cuda) {
       cudaError_t e = cudaDeviceSynchronize();
       if (e != cudaSuccess) out.set_error(std::string("CUDA error: ") + cudaGetErrorString(e));
     }
+    stamp();  // sync2
     // Held for the next calls, so a fresh allocation can never land on the same memory.
     if (call.keep_outputs() > 0) held_.push_back(outputs);
     while (held_.size() > call.keep_outputs()) held_.pop_front();

@@ -12,6 +12,7 @@
 #include <random>
 
 #include "common/base/sha256.h"
+#include "gpu_worker/eval/call_profile.h"
 #include "gpu_worker/eval/candidate_client.h"
 #include "gpu_worker/eval/candidate_files.h"
 #include "gpu_worker/eval/compare.h"
@@ -156,6 +157,7 @@ class Evaluation {
     }
     result_.mutable_stages()->set_total_s(
         std::chrono::duration<double>(Clock::now() - ctx_.process_start).count());
+    if (client_ && CallProfileOn()) std::fputs(client_->CallProfileSummary().c_str(), stderr);
     FlushPythonOutput();
     // Killed, not waited for: its CUDA context is torn down while this process delivers the
     // result and leaves (Evaluate).

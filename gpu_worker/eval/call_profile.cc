@@ -1,0 +1,66 @@
+#include "gpu_worker/eval/call_profile.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <iterator>
+
+namespace kforge::eval {
+namespace {
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+std::string Us(double us) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", us);
+  return buf;
+}
+
+}  // namespace
+
+bool CallProfileOn() {
+  static const bool on = [] {
+    const char* v = std::getenv("KFORGE_CALL_PROFILE");
+    return v && *v && std::string(v) != "0";
+  }();
+  return on;
+}
+
+void CallProfile::Add(bool null_call, double send_us, double roundtrip_us,
+                      std::vector<double> stamps_us) {
+  Calls& c = null_call ? null_ : calls_;
+  c.send.push_back(send_us);
+  c.roundtrip.push_back(roundtrip_us);
+  if (!stamps_us.empty()) c.outside.push_back(roundtrip_us - stamps_us.back());
+  constexpr size_t kSteps = std::size(kCallSteps);
+  if (c.steps.size() < kSteps) c.steps.resize(kSteps);
+  for (size_t i = 0; i < stamps_us.size() && i < kSteps; ++i) c.steps[i].push_back(stamps_us[i]);
+}
+
+std::string CallProfile::Line(const char* kind, const Calls& c) {
+  std::string s = "kforge-call-profile {\"kind\": \"" + std::string(kind) +
+                  "\", \"calls\": " + std::to_string(c.roundtrip.size()) +
+                  ", \"send_us\": " + Us(Median(c.send)) +
+                  ", \"roundtrip_us\": " + Us(Median(c.roundtrip)) + ", \"candidate_us\": {";
+  for (size_t i = 0; i < c.steps.size(); ++i) {
+    if (c.steps[i].empty()) continue;
+    if (s.back() != '{') s += ", ";
+    s += "\"" + std::string(kCallSteps[i]) + "\": " + Us(Median(c.steps[i]));
+  }
+  s += "}, \"outside_candidate_us\": " + Us(Median(c.outside)) + "}\n";
+  return s;
+}
+
+std::string CallProfile::Summary() const {
+  std::string s;
+  if (!null_.roundtrip.empty()) s += Line("null", null_);
+  if (!calls_.roundtrip.empty()) s += Line("call", calls_);
+  return s;
+}
+
+}  // namespace kforge::eval

@@ -1,0 +1,44 @@
+// Where a judge-to-candidate call's time goes, for diagnosing the call clock's hop (0.33 ms a
+// null call on the H200, 0.03-0.07 ms in CPU mode). Off unless KFORGE_CALL_PROFILE is set in
+// the evaluation's environment; then the candidate process stamps each call's steps and the
+// judge prints, at the end of the evaluation, one line per kind of call (null calls of the
+// calibration, and the rest) to stderr, which reaches the result's output_log:
+//   kforge-call-profile {"kind": "null", "calls": 33, "send_us": ..., "roundtrip_us": ...,
+//                        "candidate_us": {"args": ..., ...}, "outside_candidate_us": ...}
+// Each number is a median over the calls of that kind. A benchmark's tool, not a result:
+// the candidate's stamps come from the candidate's process.
+#ifndef KFORGE_GPU_WORKER_EVAL_CALL_PROFILE_H_
+#define KFORGE_GPU_WORKER_EVAL_CALL_PROFILE_H_
+
+#include <string>
+#include <vector>
+
+namespace kforge::eval {
+
+bool CallProfileOn();
+
+// The candidate process's steps of a call, in order; each stamp is the time from the call's
+// start to the step's end, in microseconds.
+inline constexpr const char* kCallSteps[] = {"args",  "forward", "sync",
+                                             "rules", "copy",    "sync2"};
+
+class CallProfile {
+ public:
+  // One call: the judge's time to build and send it, from its start to the answer's arrival,
+  // and the candidate's stamps (fewer than kCallSteps when the call ended early).
+  void Add(bool null_call, double send_us, double roundtrip_us, std::vector<double> stamps_us);
+  // The lines described above, "" when no call was added.
+  std::string Summary() const;
+
+ private:
+  struct Calls {
+    std::vector<double> send, roundtrip, outside;
+    std::vector<std::vector<double>> steps;  // per step, over the calls that reached it
+  };
+  static std::string Line(const char* kind, const Calls& c);
+  Calls null_, calls_;
+};
+
+}  // namespace kforge::eval
+
+#endif  // KFORGE_GPU_WORKER_EVAL_CALL_PROFILE_H_
