@@ -8,7 +8,7 @@
 S=/tmp/kf2; rm -rf $S; mkdir -p $S/compat
 t0=$(date +%s)
 # Where the call clock's hop goes (gpu_worker/eval/bench/hop_probe.py), on an idle machine first.
-timeout 90 python3 gpu_worker/eval/bench/hop_probe.py --iters 2000 > $S/hop_probe.jsonl 2> $S/hop_probe.log
+timeout 120 python3 gpu_worker/eval/bench/hop_probe.py --iters 2000 > $S/hop_probe.jsonl 2> $S/hop_probe.log
 echo "hop_probe rc=$? at $(( $(date +%s)-t0 )) s" | tee -a $S/summary.txt; cat $S/hop_probe.jsonl; cp $S/hop_probe.jsonl $OUT/
 mkdir -p $S/suite; OUT=$S/suite timeout 200 bash scripts/gpu_suite.sh build > $S/build.out 2>&1
 echo "build rc=$? at $(( $(date +%s)-t0 )) s" | tee -a $S/summary.txt; tail -4 $S/build.out
