@@ -4,7 +4,7 @@
 # table is printed last.
 #
 #   bash scripts/gpu_suite.sh [sections]     sections: unit,cases,bench (the default), probe,
-#                                            tracecost, compat, check, drift
+#                                            tracecost, compat, check, drift, hop
 #
 # unit: the engine's GoogleTest binaries (engine_unit_test, cpp_dialect_test, fs_lock_test),
 # whose GPU tests are skipped on machines without one; cases: tests/engine/run_cases.py on the
@@ -25,6 +25,10 @@
 # with examples/candidates/19_ReLU/nvrtc_vec4.py for 60 s; add
 # "--restart-every 10" for a fresh server every 10 evaluations), into $OUT/drift.jsonl with a
 # first-quarter / last-quarter summary.
+# hop: gpu_worker/eval/bench/hop_probe.py (round trips between two processes with a CUDA
+# context each, torch alone: what the GPU's switch between contexts costs) and one evaluation
+# of tiny_relu with KFORGE_CALL_PROFILE=1 (gpu_worker/eval/call_profile.h: where kforge's
+# calls spend their time), into $OUT/hop_probe.jsonl and $OUT/call_profile.txt.
 # Environment: CASES_ARGS, BENCH_ARGS, PROBE_ARGS, COMPAT_ARGS, CHECK_ARGS, DRIFT_ARGS (passed
 # on), OUT,
 # PYTHON, KERNELBENCH, GTEST_SOURCE, COMPAT_BUDGET_S, CHECK_BUDGET_S, CHECK_INPUT.
@@ -149,6 +153,20 @@ for key in ("hop_ms", "ref_min_ms", "ref_median_ms", "cand_min_ms", "cand_median
 PYEOF
 fi
 
+if [[ $SECTIONS == *hop* ]]; then
+  "$PY" gpu_worker/eval/bench/hop_probe.py --iters 2000 > "$OUT/hop_probe.jsonl" \
+    2> "$OUT/hop_probe.log" || echo "hop probe failed (log: $OUT/hop_probe.log)"
+  KFORGE_CALL_PROFILE=1 "$EVAL" --task examples/tasks/tiny/tiny_relu.py \
+    --candidate examples/candidates/tiny_relu/correct.py --device cuda \
+    --json "$OUT/call_profile.json" > /dev/null 2> "$OUT/call_profile.log"
+  "$PY" -c 'import json, sys
+r = json.load(open(sys.argv[1]))
+print("call profile (tiny_relu):", r["verdict"], "hop", r.get("call_overhead_ms"), "ms")
+for l in (r.get("output_log") or "").splitlines():
+    if l.startswith("kforge-call-profile"): print(" ", l)' "$OUT/call_profile.json" \
+    > "$OUT/call_profile.txt" 2>&1
+fi
+
 check_line="not run"
 if [[ $SECTIONS == *check* ]]; then
   check_input=${CHECK_INPUT:-$OUT/compat.jsonl}
@@ -204,6 +222,8 @@ PYEOF
 [[ -f $OUT/span_probe.log ]] && sed -n '/^== spread/,$p' "$OUT/span_probe.log"
 [[ -f $OUT/trace_cost_table.txt ]] && cat "$OUT/trace_cost_table.txt"
 [[ $SECTIONS == *drift* && -f $OUT/drift_table.txt ]] && cat "$OUT/drift_table.txt"
+[[ $SECTIONS == *hop* && -f $OUT/hop_probe.jsonl ]] && cat "$OUT/hop_probe.jsonl"
+[[ $SECTIONS == *hop* && -f $OUT/call_profile.txt ]] && cat "$OUT/call_profile.txt"
 [[ $SECTIONS == *compat* && -f $OUT/compat_table.txt ]] && cat "$OUT/compat_table.txt"
 [[ $SECTIONS == *check* && -f $OUT/check/independent_check_table.txt ]] &&
   cat "$OUT/check/independent_check_table.txt"
