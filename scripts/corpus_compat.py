@@ -415,6 +415,32 @@ def timing_parts_lines(rows):
     return out
 
 
+WALL_PARTS = ("startup_s", "device_s", "device_context_s", "calibration_wait_s",
+              "calibration_calls_s", "load_task_s", "build_s", "correctness_s",
+              "correctness_reference_s", "correctness_candidate_s", "correctness_compare_s",
+              "timing_s")
+
+
+def wall_parts_lines(rows):
+    """Issue 14's throughput: where an ok first pass's evaluation went, stage by stage
+    (StageDurations; indented names are parts of the line above them), medians and means."""
+    stages = [r["kforge_stages"] for r in rows
+              if r.get("kforge_verdict") == "ok" and (r.get("kforge_stages") or {}).get("total_s")]
+    if not stages:
+        return []
+    def line(name, vals):
+        return f"{name:30s} {quantile(sorted(vals), 0.5):.3f} / {sum(vals) / len(vals):.3f}"
+    out = [f"evaluation of {len(stages)} ok first passes by stage (median / mean s): " +
+           line("total_s", [s["total_s"] for s in stages]).split(None, 1)[1]]
+    for k in WALL_PARTS:
+        if not any(k in s for s in stages):
+            continue  # an engine without the part
+        part = k != "correctness_s" and k.startswith(("device_context", "calibration_",
+                                                      "correctness_"))
+        out.append(("    " if part else "  ") + line(k, [s.get(k, 0) for s in stages]))
+    return out
+
+
 def kforge_repeat_job(run, state, c, k):
     """A GPU turn: repeat k of a candidate judged ok, kept in the row's kforge_repeats."""
     r, wall = kforge_timed(run, state, c)
@@ -832,6 +858,7 @@ def table(run, rows, wall_s):
     if mem:  # issue 13: memory per slot (the judge and its candidate process together)
         lines.append(f"device memory in use per evaluation (judge + candidate process): median "
                      f"{quantile(mem, 0.5):.2f} GiB, max {mem[-1]:.2f} GiB over {len(mem)}")
+    lines.extend(wall_parts_lines(rows))
     lines.extend(timing_parts_lines(rows))
     cands = run.cands
     skipped = [r["name"] for r in rows

@@ -243,6 +243,7 @@ class Evaluation {
     try {
       t = Clock::now();
       if (auto v = SetUpDevice()) return v;
+      result_.mutable_stages()->set_device_context_s(Since(t));
       client_->UseDevice(target_.cuda, target_.index);
       if (!req_.build_only()) {
         if (auto v = CalibrateCalls()) return v;
@@ -304,7 +305,11 @@ class Evaluation {
   std::optional<Verdict> CalibrateCalls() {
     std::string error;
     constexpr int kGroup = -2;  // no inputs
-    if (!client_->AwaitCalibration(&error) || !client_->Prepare(kGroup, py::list(), &error)) {
+    auto waited = Clock::now();
+    const bool ready = client_->AwaitCalibration(&error);
+    result_.mutable_stages()->set_calibration_wait_s(Since(waited));
+    auto calls_started = Clock::now();
+    if (!ready || !client_->Prepare(kGroup, py::list(), &error)) {
       return Verdict{v1::VERDICT_RUNTIME_ERROR, error + " (calibrating the call clock)",
                      "engine_error"};
     }
@@ -345,6 +350,7 @@ class Evaluation {
       return Verdict{v1::VERDICT_RUNTIME_ERROR, error + " (calibrating the call clock)",
                      "engine_error"};
     }
+    result_.mutable_stages()->set_calibration_calls_s(Since(calls_started));
     return std::nullopt;
   }
 

@@ -115,3 +115,24 @@ def test_the_timing_table_gives_each_part_and_the_rest():
     # An engine without the parts: no table.
     assert mod.timing_parts_lines([dict(kforge_verdict="ok",
                                         kforge_stages=dict(timing_s=1.0))]) == []
+
+
+def test_the_wall_table_gives_each_stage_and_its_parts():
+    mod = load_module()
+    stages = dict(total_s=1.3, startup_s=0.01, device_s=0.35, device_context_s=0.2,
+                  calibration_wait_s=0.1, calibration_calls_s=0.05, load_task_s=0.02,
+                  build_s=0.0, correctness_s=0.34, timing_s=0.3)
+    rows = [dict(kforge_verdict="ok", kforge_stages=stages),
+            dict(kforge_verdict="ok", kforge_stages=dict(stages, total_s=2.3, device_s=0.55)),
+            dict(kforge_verdict="incorrect", kforge_stages=dict(stages, total_s=9.0))]
+    lines = mod.wall_parts_lines(rows)
+    assert lines[0].startswith("evaluation of 2 ok first passes by stage")
+    assert lines[0].endswith("1.800 / 1.800")  # total_s: median and mean of 1.3 and 2.3
+    parts = {line.split()[0]: (line[:6].count(" "), line.split(" / ")[0].split()[-1])
+             for line in lines[1:]}
+    assert parts["device_s"] == (2, "0.450")
+    assert parts["device_context_s"] == (4, "0.200")  # indented: a part of device_s
+    assert parts["correctness_s"] == (2, "0.340")
+    # Parts the engine did not report are left out, not shown as zeros.
+    assert "correctness_compare_s" not in parts
+    assert mod.wall_parts_lines([dict(kforge_verdict="incorrect", kforge_stages=stages)]) == []
