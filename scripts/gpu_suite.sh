@@ -156,10 +156,12 @@ fi
 if [[ $SECTIONS == *hop* ]]; then
   "$PY" gpu_worker/eval/bench/hop_probe.py --iters 2000 > "$OUT/hop_probe.jsonl" \
     2> "$OUT/hop_probe.log" || echo "hop probe failed (log: $OUT/hop_probe.log)"
+  rm -f "$OUT/call_profile.json"  # never a previous run's
   KFORGE_CALL_PROFILE=1 "$EVAL" --task examples/tasks/tiny/tiny_relu.py \
     --candidate examples/candidates/tiny_relu/correct.py --device cuda \
-    --json "$OUT/call_profile.json" > /dev/null 2> "$OUT/call_profile.log"
-  "$PY" -c 'import json, sys
+    --json "$OUT/call_profile.json" > /dev/null 2> "$OUT/call_profile.log" ||
+    echo "call profile: kforge-eval exited with $? (log: $OUT/call_profile.log)"
+  [[ -f $OUT/call_profile.json ]] && "$PY" -c 'import json, sys
 r = json.load(open(sys.argv[1]))
 print("call profile (tiny_relu):", r["verdict"], "hop", r.get("call_overhead_ms"), "ms")
 for l in (r.get("output_log") or "").splitlines():

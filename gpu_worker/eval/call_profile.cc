@@ -31,9 +31,9 @@ bool CallProfileOn() {
   return on;
 }
 
-void CallProfile::Add(bool null_call, double send_us, double roundtrip_us,
+void CallProfile::Add(CallKind kind, double send_us, double roundtrip_us,
                       std::vector<double> stamps_us) {
-  Calls& c = null_call ? null_ : calls_;
+  Calls& c = kind == CallKind::kNull ? null_ : kind == CallKind::kTraced ? traced_ : calls_;
   c.send.push_back(send_us);
   c.roundtrip.push_back(roundtrip_us);
   if (!stamps_us.empty()) c.outside.push_back(roundtrip_us - stamps_us.back());
@@ -59,6 +59,7 @@ std::string CallProfile::Line(const char* kind, const Calls& c) {
 std::string CallProfile::Summary() const {
   std::string s;
   if (!null_.roundtrip.empty()) s += Line("null", null_);
+  if (!traced_.roundtrip.empty()) s += Line("traced", traced_);
   if (!calls_.roundtrip.empty()) s += Line("call", calls_);
   return s;
 }

@@ -1,8 +1,11 @@
 // Where a judge-to-candidate call's time goes, for diagnosing the call clock's hop (0.33 ms a
 // null call on the H200, 0.03-0.07 ms in CPU mode). Off unless KFORGE_CALL_PROFILE is set in
 // the evaluation's environment; then the candidate process stamps each call's steps and the
-// judge prints, at the end of the evaluation, one line per kind of call (null calls of the
-// calibration, and the rest) to stderr, which reaches the result's output_log:
+// judge prints, at the end of the evaluation, one line per kind of call to stderr, which
+// reaches the result's output_log. The kinds: `null` (the calibration's null calls), `traced`
+// (activity-traced calls: correctness trials of candidates with kernels of their own and the
+// device clock's samples, whose forward holds the pre-roll and CUPTI's work) and `call` (the
+// rest: untraced trials and the call clock's samples, whose round trip holds the hop):
 //   kforge-call-profile {"kind": "null", "calls": 33, "send_us": ..., "roundtrip_us": ...,
 //                        "candidate_us": {"args": ..., ...}, "outside_candidate_us": ...}
 // Each number is a median over the calls of that kind. A benchmark's tool, not a result:
@@ -22,11 +25,13 @@ bool CallProfileOn();
 inline constexpr const char* kCallSteps[] = {"args",  "forward", "sync",
                                              "rules", "copy",    "sync2"};
 
+enum class CallKind { kNull, kTraced, kCall };
+
 class CallProfile {
  public:
   // One call: the judge's time to build and send it, from its start to the answer's arrival,
   // and the candidate's stamps (fewer than kCallSteps when the call ended early).
-  void Add(bool null_call, double send_us, double roundtrip_us, std::vector<double> stamps_us);
+  void Add(CallKind kind, double send_us, double roundtrip_us, std::vector<double> stamps_us);
   // The lines described above, "" when no call was added.
   std::string Summary() const;
 
@@ -36,7 +41,7 @@ class CallProfile {
     std::vector<std::vector<double>> steps;  // per step, over the calls that reached it
   };
   static std::string Line(const char* kind, const Calls& c);
-  Calls null_, calls_;
+  Calls null_, traced_, calls_;
 };
 
 }  // namespace kforge::eval

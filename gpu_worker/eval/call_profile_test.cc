@@ -8,15 +8,20 @@ namespace {
 TEST(CallProfileTest, MediansPerKindAndTheTimeOutsideTheCandidate) {
   CallProfile p;
   EXPECT_EQ(p.Summary(), "");
-  p.Add(true, 2, 300, {1, 10, 50, 51, 60, 100});
-  p.Add(true, 4, 340, {1, 12, 52, 53, 62, 140});
-  p.Add(true, 3, 320, {1, 11, 51, 52, 61, 120});
-  p.Add(false, 5, 900, {2, 500});  // ended after its forward (a mismatch, say)
+  p.Add(CallKind::kNull, 2, 300, {1, 10, 50, 51, 60, 100});
+  p.Add(CallKind::kNull, 4, 340, {1, 12, 52, 53, 62, 140});
+  p.Add(CallKind::kNull, 3, 320, {1, 11, 51, 52, 61, 120});
+  p.Add(CallKind::kCall, 5, 900, {2, 500});  // ended after its forward (a mismatch, say)
+  p.Add(CallKind::kTraced, 6, 1800, {1, 1500, 1600, 1601, 1610, 1620});
   EXPECT_EQ(p.Summary(),
             "kforge-call-profile {\"kind\": \"null\", \"calls\": 3, \"send_us\": 3.0, "
             "\"roundtrip_us\": 320.0, \"candidate_us\": {\"args\": 1.0, \"forward\": 11.0, "
             "\"sync\": 51.0, \"rules\": 52.0, \"copy\": 61.0, \"sync2\": 120.0}, "
             "\"outside_candidate_us\": 200.0}\n"
+            "kforge-call-profile {\"kind\": \"traced\", \"calls\": 1, \"send_us\": 6.0, "
+            "\"roundtrip_us\": 1800.0, \"candidate_us\": {\"args\": 1.0, \"forward\": 1500.0, "
+            "\"sync\": 1600.0, \"rules\": 1601.0, \"copy\": 1610.0, \"sync2\": 1620.0}, "
+            "\"outside_candidate_us\": 180.0}\n"
             "kforge-call-profile {\"kind\": \"call\", \"calls\": 1, \"send_us\": 5.0, "
             "\"roundtrip_us\": 900.0, \"candidate_us\": {\"args\": 2.0, \"forward\": 500.0}, "
             "\"outside_candidate_us\": 400.0}\n");

@@ -298,7 +298,10 @@ bool CandidateClient::Call(uint32_t iteration, int group, const std::vector<uint
   }
   *called = in.called();
   if (CallProfileOn()) {
-    profile_.Add(null_call, send_us, us_since(started),
+    const CallKind kind = null_call               ? CallKind::kNull
+                          : device_preroll_ms > 0 ? CallKind::kTraced
+                                                  : CallKind::kCall;
+    profile_.Add(kind, send_us, us_since(started),
                  {called->profile_us().begin(), called->profile_us().end()});
   }
   return true;

@@ -10,6 +10,7 @@
 #include <cctype>
 #include <chrono>
 #include <deque>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -449,8 +450,9 @@ class CandidateProcess {
     const uint64_t before = Launches();
     cudaEvent_t start = nullptr, end = nullptr;
     const bool device_sample = target_.cuda && call.device_preroll_ms() > 0;
-    // The device clock's samples are over: CUPTI off, so that the call clock's samples (and
-    // the trials after timing) pay nothing for it, as the judge's do not.
+    // The device clock's samples are over: CUPTI off, so that the call clock's samples pay
+    // nothing for it, as the judge's do not (a traced trial after timing, for the own-kernels
+    // rule, starts it again).
     if (!device_sample && device_clock_) device_clock_.reset();
     if (target_.cuda && call.timed() && !device_sample) {
       cudaEventCreate(&start);
@@ -552,11 +554,18 @@ class CandidateProcess {
       return;
     }
     bool ran = false;
+    // An exception out of the forward itself is the call's, not the sample's: it leaves this
+    // function as it would from an unsampled call (the process answers `failed`).
+    std::exception_ptr forward_error;
     try {
       DeviceClock::Reading r = device_clock_->Sample(
           [&] {
             ran = true;
-            forward();
+            try {
+              forward();
+            } catch (...) {
+              forward_error = std::current_exception();
+            }
           },
           preroll_ms);
       claim->set_found(r.ok);
@@ -578,6 +587,7 @@ class CandidateProcess {
       // contention): the call is still made, unsampled, so its outputs are there to check.
       if (!ran) forward();
     }
+    if (forward_error) std::rethrow_exception(forward_error);
   }
 
   // Whether a call that launched `kernels` launched one the candidate defines (the `fallback`

@@ -243,8 +243,8 @@ class Evaluation {
     try {
       t = Clock::now();
       if (auto v = SetUpDevice()) return v;
-      result_.mutable_stages()->set_device_context_s(Since(t));
       client_->UseDevice(target_.cuda, target_.index);
+      result_.mutable_stages()->set_device_context_s(Since(t));
       if (!req_.build_only()) {
         if (auto v = CalibrateCalls()) return v;
       }

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """KFORGE_CALL_PROFILE (gpu_worker/eval/call_profile.h): with it, an evaluation's output_log
-ends with one profile line per kind of call (the calibration's null calls, the rest), each
-with the candidate process's steps in order; without it, no such line.
+ends with one profile line per kind of call (in CPU mode: the calibration's null calls and
+the rest), each with the candidate process's steps in order; without it, no such line.
 
   call_profile_test.py --eval build/gpu_worker/eval/kforge-eval
 """
