@@ -235,21 +235,23 @@ def _kforge_extension_builds(note, note_library, set_probe, libraries):
     candidate_modules = ("kforge_candidate", "kforge_candidate_probe")
     real_import = builtins.__import__
 
+    def candidates_kernel_library(name, globals, level):
+        return (level == 0 and name.partition(".")[0] in kernel_libraries and
+                (globals or {}).get("__name__") in candidate_modules)
+
     def kernel_import(name, globals=None, locals=None, fromlist=(), level=0):
         try:
             module = real_import(name, globals, locals, fromlist, level)
         except Exception as e:
-            if (level != 0 or name.partition(".")[0] not in kernel_libraries or
-                    (globals or {}).get("__name__") not in candidate_modules):
+            if not candidates_kernel_library(name, globals, level):
                 raise
             if probing["on"]:
                 return LibraryStandIn()
             note(False, "import %s: %s" % (name, e))
             raise
         # A kernel library that loaded: the own-kernels rule's trigger (its kernels compile
-        # at run time, with no build to count).
-        if (level == 0 and not probing["on"] and name.partition(".")[0] in kernel_libraries and
-                (globals or {}).get("__name__") == "kforge_candidate"):
+        # at run time, with no build to count). Not in the probe's second execution.
+        if not probing["on"] and candidates_kernel_library(name, globals, level):
             note_library()
         return module
 

@@ -520,20 +520,22 @@ class Evaluation {
                      "fallback"};
     }
     if (c.kernels_checked() && !c.own_kernel()) {
-      return UnlaunchedKernels(DefinedKernelNames(req_.candidate_source()),
+      return UnlaunchedKernels(DefinedKernels(),
                                {c.launched_kernels().begin(), c.launched_kernels().end()}, where);
     }
     return std::nullopt;
   }
 
+  // The kernels the candidate's source defines (own_kernels.h), read once.
+  const std::vector<std::string>& DefinedKernels() {
+    if (!defined_kernels_) defined_kernels_ = DefinedKernelNames(req_.candidate_source());
+    return *defined_kernels_;
+  }
+
   // Whether correctness trials are activity-traced: a kernelbench candidate on a GPU whose
-  // source defines kernels (own_kernels.h).
+  // source defines kernels.
   bool TracesTrials(v1::Dialect dialect) {
-    if (!traces_trials_) {
-      traces_trials_ = target_.cuda && dialect == v1::DIALECT_KERNELBENCH &&
-                       !DefinedKernelNames(req_.candidate_source()).empty();
-    }
-    return *traces_trials_;
+    return target_.cuda && dialect == v1::DIALECT_KERNELBENCH && !DefinedKernels().empty();
   }
 
   bool HasCppKernels() const {
@@ -1223,7 +1225,7 @@ class Evaluation {
   bool fresh_timing_inputs_ = true;  // QuickInputs(), decided in LoadTask
   double call_overhead_ms_ = 0;      // CalibrateCalls: subtracted from candidate call samples
   uint32_t trial_calls_ = 0, timed_calls_ = 0;
-  std::optional<bool> traces_trials_;  // TracesTrials, once known
+  std::optional<std::vector<std::string>> defined_kernels_;  // DefinedKernels, once read
   // The last correctness trial's reference outputs (only their layout is used) and their
   // AliasBits against its inputs: the timing's output slots and aliasing (TimePhase).
   std::vector<at::Tensor> ref_out_like_;

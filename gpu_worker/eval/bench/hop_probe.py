@@ -115,14 +115,15 @@ def main():
     for mode in a.modes.split(","):
         # Each mode in a process of its own, so that no CUDA context outlives its mode.
         q = mp.get_context("spawn").Queue()
-        w = mp.get_context("spawn").Process(target=lambda_mode, args=(mode, a.iters, a.device, q))
+        w = mp.get_context("spawn").Process(target=measure_in_process,
+                                            args=(mode, a.iters, a.device, q))
         w.start()
         w.join()
         print(json.dumps(q.get() if not q.empty() else {"mode": mode, "error": w.exitcode}),
               flush=True)
 
 
-def lambda_mode(mode, iters, device, q):
+def measure_in_process(mode, iters, device, q):
     q.put(run_mode(mode, iters, device))
 
 
