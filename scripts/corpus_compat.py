@@ -151,6 +151,8 @@ class Run:
         # (round, corpus index, kind, seq, name, job): runnable now; round 0 is the first pass,
         # rounds 1..N-1 the --repeats, so a repeat runs only when no first-pass turn is ready.
         self.gpu = queue.PriorityQueue()
+        # With --kb-lanes, KB's turns have a queue (and GPU threads) of their own.
+        self.gpu_kb = queue.PriorityQueue() if args.kb_lanes else self.gpu
         self.seq = 0
         self.turns_left = (sum(kforge_runs(args, c) for c in cands)  # GPU turns still to come
                            + sum(kb_runs(args, c) for c in cands))
@@ -178,7 +180,7 @@ class Run:
         order = -1 if kind == 1 else self.order[name]
         with self.lock:
             self.seq += 1
-            self.gpu.put((round_, order, kind, self.seq, name, job))
+            (self.gpu_kb if kind == 1 else self.gpu).put((round_, order, kind, self.seq, name, job))
 
     def more_turns(self, n):
         """n more GPU turns to come (the repeats of a candidate judged ok)."""
@@ -764,26 +766,27 @@ def next_turn(ready, last_kind, last_kforge):
     return fits[0]
 
 
-def gpu_thread(run):
-    """Runs the queued GPU turns one at a time (next_turn), until none is left to come or the
-    budget ends."""
+def gpu_thread(run, lane):
+    """Runs the GPU turns of the `lane` queue one at a time (next_turn), until none is left to
+    come or the budget ends. Several lanes (--kforge-lanes, --kb-lanes) share the GPU: their
+    verdicts stand, their timings are not results."""
     state = {}
     last_kforge = None  # the candidate of the last kforge turn
     last_kind = None
     while run.turns_left > 0 and run.left() >= run.args.min_turn_s:
         try:
-            ready = [run.gpu.get(timeout=0.5)]
+            ready = [lane.get(timeout=0.5)]
         except queue.Empty:
             continue
         while True:
             try:
-                ready.append(run.gpu.get_nowait())
+                ready.append(lane.get_nowait())
             except queue.Empty:
                 break
         item = next_turn(ready, last_kind, last_kforge)
         for other in ready:
             if other is not item:
-                run.gpu.put(other)
+                lane.put(other)
         round_, _, kind, _, name, job = item
         if kind == 0 and round_ > 0 and name == last_kforge:
             run.back_to_back += 1
@@ -829,6 +832,14 @@ def disagreement(row):
     return None
 
 
+def shared_gpu_lines(args):
+    if args.kforge_lanes <= 1 and args.kb_lanes == 0:
+        return []
+    return [f"lanes: kforge {args.kforge_lanes}, KB {args.kb_lanes or 'in kforge lanes'}: GPU "
+            "turns overlapped, so the verdicts stand and no speedup or wall time is a timing "
+            "result"]
+
+
 def table(run, rows, wall_s):
     def fmt(x):
         return "-" if x is None else f"{x:.2f}"
@@ -838,6 +849,7 @@ def table(run, rows, wall_s):
     w = max([len(k) for k in kf_rows] + [14])
     lines = [f"== corpus compat: kforge-eval vs KernelBench's harness, {len(rows)} candidates, "
              f"device {run.args.device}, {wall_s:.0f} s (budget {run.args.budget_s:.0f} s) ==",
+             *shared_gpu_lines(run.args),
              "kforge \\ KB".ljust(w) + "".join(f"{c:>14s}" for c in kb_cols) + f"{'total':>8s}"]
     for k in kf_rows:
         lines.append(k.ljust(w) + "".join(f"{counts[(k, c)] or '.':>14}" for c in kb_cols) +
@@ -1110,12 +1122,20 @@ def parse_args(argv):
     p.add_argument("--share-reference", choices=("off", "device", "all"), default="off",
                    help="KFORGE_SHARE_REFERENCE for kforge's fork server (default off: repeats "
                         "time their reference themselves; a worker's default is device)")
+    p.add_argument("--kforge-lanes", type=int, default=1,
+                   help="kforge GPU turns at once, each lane with its own fork server (above 1 "
+                        "the lanes share the GPU: verdicts only, no timing results)")
+    p.add_argument("--kb-lanes", type=int, default=0,
+                   help="KB GPU turns at once, beside kforge's (default 0: KB takes turns in "
+                        "kforge's lanes, one GPU turn at a time; above 0: verdicts only)")
     p.add_argument("--repeats", type=int, default=1,
                    help="evaluations of each candidate kforge judged ok in the first pass, "
                         "the first included (the N-1 more are interleaved across candidates)")
     args = p.parse_args(argv)
     for k in ("eval", "out", "corpus", "kb_harness", "work_dir"):  # children run elsewhere
         setattr(args, k, os.path.abspath(getattr(args, k)))
+    if args.kforge_lanes < 1 or args.kb_lanes < 0:
+        p.error("--kforge-lanes must be at least 1 and --kb-lanes at least 0")
     if args.device == "cpu":
         args.skip_kb = True
     cc = gpu_compute_capability() if args.device != "cpu" else ""
@@ -1186,9 +1206,12 @@ def main(argv):
         for _ in range(min(args.kb_builders, kb_todo.qsize())):
             start(kb_prebuilder, kb_todo, kb_ready)
         start(kb_feeder, kb_ready, sum(kb_runs(args, c) for c in cands))
-    gpu = threading.Thread(target=gpu_thread, args=(run,), daemon=True)
-    gpu.start()
-    gpu.join(timeout=max(1, run.left()) + 30)
+    lanes = ([run.gpu] * args.kforge_lanes) + ([run.gpu_kb] * args.kb_lanes)
+    gpus = [threading.Thread(target=gpu_thread, args=(run, q), daemon=True) for q in lanes]
+    for t in gpus:
+        t.start()
+    for t in gpus:
+        t.join(timeout=max(1, run.left()) + 30)
     run.stopping.set()
     run.kill_all()
     for t in threads:

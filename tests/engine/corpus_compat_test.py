@@ -90,6 +90,48 @@ def test_the_two_harnesses_alternate_while_both_have_turns_ready(tmp_path):
     assert order == ["kb 2_3 r0", "kforge 1_1 r0", "kb 3_4 r0", "kforge 1_2 r0", "kforge 1_1 r1"]
 
 
+def test_kb_lanes_run_kbs_turns_beside_kforges(tmp_path):
+    # --kb-lanes 1: KB's turns have their own queue and GPU thread, so a KB turn runs while a
+    # kforge turn is still running (a verdicts-only run; the table says so).
+    import threading
+    mod = load_module()
+    corpus = str(tmp_path / "c.jsonl")
+    write_corpus(corpus)
+    args = mod.parse_args(["--out", str(tmp_path / "o"), "--device", "cpu", "--corpus", corpus,
+                           "--kb-lanes", "1"])
+    args.skip_kb = False
+    run = mod.Run(args, mod.load_corpus(corpus, {"1_1", "2_3"}, 0))
+    assert run.turns_left == 4 and run.gpu_kb is not run.gpu
+    kb_ran = threading.Event()
+    log = []
+
+    def kforge(state, name):
+        log.append("kforge " + name + " start")
+        assert kb_ran.wait(timeout=10), "KB's turn did not run beside kforge's"
+        log.append("kforge " + name + " end")
+
+    def kb(state, name):
+        log.append("kb " + name)
+        kb_ran.set()
+
+    for name in ("1_1", "2_3"):
+        run.enqueue(name, 0, lambda s, n=name: kforge(s, n))
+        run.enqueue(name, 1, lambda s, n=name: kb(s, n))
+    threads = [threading.Thread(target=mod.gpu_thread, args=(run, q))
+               for q in (run.gpu, run.gpu_kb)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert run.turns_left == 0
+    assert log.index("kb 1_1") < log.index("kforge 1_1 end")
+    assert sorted(log) == ["kb 1_1", "kb 2_3", "kforge 1_1 end", "kforge 1_1 start",
+                           "kforge 2_3 end", "kforge 2_3 start"]
+    assert "verdicts stand" in mod.shared_gpu_lines(args)[0]
+    assert mod.shared_gpu_lines(mod.parse_args(["--out", str(tmp_path / "o"), "--device", "cpu",
+                                                "--corpus", corpus])) == []
+
+
 def test_stale_build_locks_are_removed(tmp_path):
     mod = load_module()
     for rel in ("kb/1_1-abc/build/ext/lock", "kforge-cache/c/k/torch_extensions/ext/lock"):
