@@ -303,7 +303,7 @@ def kforge_fields(r, wall_s):
                sm_clock_mhz=system.get("sm_clock_mhz"),
                temperature_c=system.get("temperature_c"), gpu=system.get("gpu_name"),
                device_memory_used_bytes=int(system.get("device_memory_used_bytes") or 0),
-               correctness=r.get("correctness") or None)
+               mps=bool(system.get("mps")), correctness=r.get("correctness") or None)
     if isinstance(r.get("timing"), dict):  # the two clocks (call, device), where reported
         out["timing"] = r["timing"]
     out.update(two_clocks(r))
@@ -840,6 +840,17 @@ def shared_gpu_lines(args):
             "result"]
 
 
+def hop_lines(rows):
+    """The call clock's hop (the null call's calibrated time, subtracted from the candidate's
+    call-clock samples) over the first passes that have it, and how many ran under MPS."""
+    hops = sorted(r["kforge_call_overhead_ms"] for r in rows if r.get("kforge_call_overhead_ms"))
+    if not hops:
+        return []
+    mps = sum(1 for r in rows if r.get("kforge_mps"))
+    return [f"call clock hop: median {quantile(hops, 0.5):.3f} ms, p90 {quantile(hops, 0.9):.3f} "
+            f"ms over {len(hops)}; under MPS: {mps} of {sum(1 for r in rows if 'kforge_mps' in r)}"]
+
+
 def table(run, rows, wall_s):
     def fmt(x):
         return "-" if x is None else f"{x:.2f}"
@@ -870,6 +881,7 @@ def table(run, rows, wall_s):
     if mem:  # issue 13: memory per slot (the judge and its candidate process together)
         lines.append(f"device memory in use per evaluation (judge + candidate process): median "
                      f"{quantile(mem, 0.5):.2f} GiB, max {mem[-1]:.2f} GiB over {len(mem)}")
+    lines.extend(hop_lines(rows))
     lines.extend(wall_parts_lines(rows))
     lines.extend(timing_parts_lines(rows))
     cands = run.cands

@@ -32,6 +32,10 @@
 # Environment: CASES_ARGS, BENCH_ARGS, PROBE_ARGS, COMPAT_ARGS, CHECK_ARGS, DRIFT_ARGS (passed
 # on), OUT,
 # PYTHON, KERNELBENCH, GTEST_SOURCE, COMPAT_BUDGET_S, CHECK_BUDGET_S, CHECK_INPUT.
+# MPS=1: every section runs under an MPS daemon (nvidia-cuda-mps-control -d) that the suite
+# starts first, with its pipe and log directories under /tmp/kforge-mps, and stops at its end
+# (docs/operations.md, "MPS"); the results then say system.mps. Without the binary the suite
+# stops with an error.
 #
 # Expects: CUDA toolkit, python3 with torch 2.11 (its headers, libpython), protobuf 3.21 and
 # protoc, cmake, ninja. What ../shared and Debian would give is carried in .gpu-carry (filled by
@@ -58,6 +62,21 @@ unit=0
   "$PY" -c 'import torch; print("torch", torch.__version__, torch.cuda.get_device_name(0))'
   nproc; date -u
 } > "$OUT/machine.txt" 2>&1
+
+if [[ ${MPS:-0} == 1 ]]; then
+  command -v nvidia-cuda-mps-control > /dev/null ||
+    { echo "MPS=1: no nvidia-cuda-mps-control on this machine"; exit 1; }
+  export CUDA_MPS_PIPE_DIRECTORY=/tmp/kforge-mps/pipe CUDA_MPS_LOG_DIRECTORY=/tmp/kforge-mps/log
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  nvidia-cuda-mps-control -d || { echo "MPS=1: the MPS control daemon did not start"; exit 1; }
+  stop_mps() {
+    echo quit | nvidia-cuda-mps-control
+    sleep 1
+    mkdir -p "$OUT/mps-log" && cp "$CUDA_MPS_LOG_DIRECTORY"/* "$OUT/mps-log/" 2> /dev/null
+  }
+  trap stop_mps EXIT
+  echo "MPS: control daemon started (pipe $CUDA_MPS_PIPE_DIRECTORY)" >> "$OUT/machine.txt"
+fi
 
 start=$(date +%s)
 if (( unit )); then

@@ -77,6 +77,10 @@ v1::SystemInfo CollectSystemInfo(int device) {
     info.set_compute_capability(std::to_string(prop.major) + "." + std::to_string(prop.minor));
     info.set_l2_cache_bytes(static_cast<uint64_t>(prop.l2CacheSize));
   }
+  int mps = 0;
+  if (cudaDeviceGetAttribute(&mps, cudaDevAttrMpsEnabled, device) == cudaSuccess) {
+    info.set_mps(mps != 0);
+  }
   int drv = 0;
   cudaDriverGetVersion(&drv);
   info.set_driver_version("cuda " + std::to_string(drv / 1000) + "." +

@@ -108,6 +108,9 @@ class SystemInfo:
     # The GPU's memory in use at the evaluation's peak (its judge and candidate process); 0 on
     # the CPU.
     device_memory_used_bytes: int = 0
+    # The judge and its candidate process shared one MPS server's hardware context (no GPU
+    # context switch inside the call clock's window).
+    mps: bool = False
 
 
 @dataclass(frozen=True)

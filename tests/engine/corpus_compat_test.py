@@ -178,3 +178,13 @@ def test_the_wall_table_gives_each_stage_and_its_parts():
     # Parts the engine did not report are left out, not shown as zeros.
     assert "correctness_compare_s" not in parts
     assert mod.wall_parts_lines([dict(kforge_verdict="incorrect", kforge_stages=stages)]) == []
+
+
+def test_the_hop_line_gives_the_median_and_the_mps_count():
+    mod = load_module()
+    rows = [dict(kforge_call_overhead_ms=0.33, kforge_mps=False),
+            dict(kforge_call_overhead_ms=0.05, kforge_mps=True),
+            dict(kforge_call_overhead_ms=0.06, kforge_mps=True), dict(name="kb only")]
+    assert mod.hop_lines(rows) == [
+        "call clock hop: median 0.060 ms, p90 0.330 ms over 3; under MPS: 2 of 3"]
+    assert mod.hop_lines([dict(name="no hop")]) == []
