@@ -68,6 +68,12 @@ absl::Status AddEnginePaths(const std::string& eval_binary, const std::string& c
     view->read_only.insert(view->read_only.end(), entries.begin(), entries.end());
   }
   if (!cache_dir.empty()) view->read_write.push_back(cache_dir);
+  // The node's MPS daemon (docs/operations.md, "MPS"): its clients connect to the control
+  // socket there. Read-only: a candidate cannot remove or replace the sockets that other
+  // evaluations connect to (connecting needs no write access to the mount).
+  if (const char* mps = std::getenv("CUDA_MPS_PIPE_DIRECTORY"); mps != nullptr && *mps != '\0') {
+    view->read_only.push_back(mps);
+  }
   return absl::OkStatus();
 }
 

@@ -36,9 +36,10 @@ std::string CudaToolkitDir();
 // the program list refuses: "Permission denied").
 std::vector<std::string> CudaToolkitEnv();
 
-// Adds to `view` the paths a kforge-eval child reads (asking `eval_binary`) and `cache_dir`
-// (writable), and to `executables`, unless it is empty (any program), the toolchains found
-// there. FAILED_PRECONDITION when the binary cannot say.
+// Adds to `view` the paths a kforge-eval child reads (asking `eval_binary`), $CUDA_MPS_PIPE_
+// DIRECTORY where set (read-only) and `cache_dir` (writable), and to `executables`, unless it is
+// empty (any program), the toolchains found there. FAILED_PRECONDITION when the binary cannot
+// say.
 absl::Status AddEnginePaths(const std::string& eval_binary, const std::string& cache_dir,
                             SandboxView* view, std::vector<std::string>* executables);
 

@@ -154,6 +154,34 @@ TEST_F(EvalViewTest, WithoutTheViewTheSameCandidateReachesTheBaits) {
   EXPECT_THAT(out, HasSubstr("VIEW coordinator-port failed: PermissionError")) << out;
 }
 
+TEST_F(EvalViewTest, AnMpsDaemonsPipeDirectoryIsReachableAndReadOnly) {
+  // A node running an MPS daemon (docs/operations.md, "MPS"): the worker passes its pipe
+  // directory on, and the view holds it read-only. No daemon here: a socket stands for its
+  // control socket.
+  std::string pipe = MakeDir("/tmp/kforge-mps-pipe-XXXXXX", 0755);
+  cleanup_.push_back(pipe);
+  const int control = ListenOnUnixSocket(pipe + "/control");
+  ASSERT_GE(control, 0);
+  setenv("CUDA_MPS_PIPE_DIRECTORY", pipe.c_str(), 1);
+  options_.sandbox_view = WorkerOptions().sandbox_view;
+  options_.sandbox_executables = DefaultCompilerExecutables();
+  ASSERT_TRUE(AddEnginePaths(options_.eval_binary, options_.cache_dir, &options_.sandbox_view,
+                             &options_.sandbox_executables)
+                  .ok());
+  v1::EvalResult r = Evaluate(Source("tests/security/mps_pipe_probe.py"));
+  unsetenv("CUDA_MPS_PIPE_DIRECTORY");
+  close(control);
+  const std::string& out = r.output_log();
+  EXPECT_EQ(r.verdict(), v1::VERDICT_OK) << r.reason() << "\n" << out;
+  EXPECT_THAT(out, HasSubstr("MPS env '" + pipe + "'")) << out;
+  EXPECT_THAT(out, HasSubstr("MPS connect succeeded")) << out;
+  EXPECT_THAT(out, HasSubstr("MPS unlink failed")) << out;
+  EXPECT_THAT(out, HasSubstr("MPS plant failed")) << out;
+  struct stat st;
+  EXPECT_EQ(stat((pipe + "/control").c_str(), &st), 0) << "the control socket is still there";
+  EXPECT_NE(stat((pipe + "/planted").c_str(), &st), 0) << "nothing was planted beside it";
+}
+
 TEST_F(EvalViewTest, CompilersRunInsideTheView) {
   v1::EvalResult inline_cpu = Evaluate(Source("tests/security/view_load_inline_cpu.py"));
   EXPECT_EQ(inline_cpu.verdict(), v1::VERDICT_OK)

@@ -40,12 +40,18 @@ SandboxPolicy PolicyFor(const WorkerOptions& options) {
 // load_inline's nvcc flags the same in a build ahead, which sees no GPU, as in the timed run;
 // CUDA_HOME names the toolkit the sandbox's view and program list hold (eval_view.h);
 // KFORGE_SHARE_REFERENCE tells the fork server what to share (reference_share.h);
-// KFORGE_CHANNEL_SPIN_US how long the judge and the candidate process poll (channel.h).
+// KFORGE_CHANNEL_SPIN_US how long the judge and the candidate process poll (channel.h);
+// CUDA_MPS_PIPE_DIRECTORY where the node's MPS daemon listens (docs/operations.md, "MPS"; the
+// view holds that directory, read-only: eval_view.h).
 std::vector<std::string> ExtraEnv(bool build_only = false) {
   std::vector<std::string> env = CudaToolkitEnv();
-  for (const char* name : {"KFORGE_PYTHONPATH", "CUDA_VISIBLE_DEVICES", "TORCH_CUDA_ARCH_LIST",
-                           "KFORGE_SHARE_REFERENCE", "KFORGE_CHANNEL_SPIN_US"}) {
-    if (build_only && std::string(name) == "CUDA_VISIBLE_DEVICES") continue;
+  for (const char* name :
+       {"KFORGE_PYTHONPATH", "CUDA_VISIBLE_DEVICES", "TORCH_CUDA_ARCH_LIST",
+        "KFORGE_SHARE_REFERENCE", "KFORGE_CHANNEL_SPIN_US", "CUDA_MPS_PIPE_DIRECTORY"}) {
+    if (build_only && (std::string(name) == "CUDA_VISIBLE_DEVICES" ||
+                       std::string(name) == "CUDA_MPS_PIPE_DIRECTORY")) {
+      continue;
+    }
     if (const char* v = std::getenv(name)) env.push_back(std::string(name) + "=" + v);
   }
   if (build_only) env.push_back("CUDA_VISIBLE_DEVICES=");  // builds never touch a GPU

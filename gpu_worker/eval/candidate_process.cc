@@ -450,9 +450,8 @@ class CandidateProcess {
     const uint64_t before = Launches();
     cudaEvent_t start = nullptr, end = nullptr;
     const bool device_sample = target_.cuda && call.device_preroll_ms() > 0;
-    // The device clock's samples are over: CUPTI off, so that the call clock's samples pay
-    // nothing for it, as the judge's do not (a traced trial after timing, for the own-kernels
-    // rule, starts it again).
+    // Not a device-clock sample: CUPTI off (a traced correctness trial, for the own-kernels
+    // rule, may have started it; the call clock's phase comes before the device clock's).
     if (!device_sample && device_clock_) device_clock_.reset();
     if (target_.cuda && call.timed() && !device_sample) {
       cudaEventCreate(&start);

@@ -1,0 +1,5 @@
+#!/usr/bin/env bash
+# session 20, device call 2 (as run, on one line): the 31 corpus candidates that call 1's budget
+# left without a kforge verdict, through kforge (runtime policy) and KernelBench's harness in
+# this one call, 2 kforge lanes and 2 KB lanes overlapped (verdicts only).
+S=/tmp/kf2; rm -rf $S; mkdir -p $S; t0=$(date +%s); OUT=$S/build bash scripts/gpu_suite.sh build > $S/build.out 2>&1; echo "build at $(( $(date +%s)-t0 ))" > $S/summary.txt; python3 scripts/corpus_compat.py --eval build-gpu/gpu_worker/eval/kforge-eval --device cuda --out $S/compat --corpus .gpu-carry/corpora/cudal1_a100.jsonl --kb-harness .gpu-carry/kb_harness/src --policy runtime --kforge-builders 8 --kb-builders 4 --kforge-lanes 2 --kb-lanes 2 --min-turn-s 2 --work-dir /tmp/kf-all --only 2_77,2_78,2_79,2_80,2_82,2_83,2_85,2_86,2_87,2_90,2_93,2_97,2_100,3_2,3_5,3_7,3_8,3_9,3_13,3_19,3_20,3_28,3_30,3_31,3_32,3_33,3_35,3_39,3_41,3_46,3_49 --budget-s 500 > $S/compat.log 2>&1; echo "compat rc=$? at $(( $(date +%s)-t0 ))" >> $S/summary.txt; cat $S/compat/compat_table.txt $S/summary.txt; tar czf $OUT/all.tgz -C $S .; cp $S/compat/compat.jsonl $OUT/
