@@ -56,11 +56,22 @@ std::string CallProfile::Line(const char* kind, const Calls& c) {
   return s;
 }
 
+void CallProfile::AddReference(double forward_us, double slots_us) {
+  ref_forward_.push_back(forward_us);
+  ref_slots_.push_back(slots_us);
+}
+
 std::string CallProfile::Summary() const {
   std::string s;
   if (!null_.roundtrip.empty()) s += Line("null", null_);
   if (!traced_.roundtrip.empty()) s += Line("traced", traced_);
   if (!calls_.roundtrip.empty()) s += Line("call", calls_);
+  if (!ref_forward_.empty()) {
+    s += "kforge-call-profile {\"kind\": \"reference\", \"calls\": " +
+         std::to_string(ref_forward_.size()) +
+         ", \"judge_us\": {\"forward\": " + Us(Median(ref_forward_)) +
+         ", \"slots\": " + Us(Median(ref_slots_)) + "}}\n";
+  }
   return s;
 }
 

@@ -8,8 +8,15 @@
 // rest: untraced trials and the call clock's samples, whose round trip holds the hop):
 //   kforge-call-profile {"kind": "null", "calls": 33, "send_us": ..., "roundtrip_us": ...,
 //                        "candidate_us": {"args": ..., ...}, "outside_candidate_us": ...}
-// Each number is a median over the calls of that kind. A benchmark's tool, not a result:
-// the candidate's stamps come from the candidate's process.
+// Each number is a median over the calls of that kind. And one line for the reference's
+// call-clock samples in the judge (since session 20: the judge's reference calls read
+// 0.07-0.13 ms longer than a bare script's, and moved between processes):
+//   kforge-call-profile {"kind": "reference", "calls": 40, "judge_us": {"forward": ...,
+//                        "slots": ...}}
+// where `forward` is the host's time until the reference's forward returned (its dispatch)
+// and `slots` until its outputs' copies into slot-shaped buffers and out again were queued;
+// the sample (reference_call) adds the synchronisation after them. A benchmark's tool, not a
+// result: the candidate's stamps come from the candidate's process.
 #ifndef KFORGE_GPU_WORKER_EVAL_CALL_PROFILE_H_
 #define KFORGE_GPU_WORKER_EVAL_CALL_PROFILE_H_
 
@@ -32,6 +39,9 @@ class CallProfile {
   // One call: the judge's time to build and send it, from its start to the answer's arrival,
   // and the candidate's stamps (fewer than kCallSteps when the call ended early).
   void Add(CallKind kind, double send_us, double roundtrip_us, std::vector<double> stamps_us);
+  // One call-clock sample of the reference: host microseconds from its start until the
+  // forward returned and until the slot copies were queued.
+  void AddReference(double forward_us, double slots_us);
   // The lines described above, "" when no call was added.
   std::string Summary() const;
 
@@ -42,6 +52,7 @@ class CallProfile {
   };
   static std::string Line(const char* kind, const Calls& c);
   Calls null_, traced_, calls_;
+  std::vector<double> ref_forward_, ref_slots_;
 };
 
 }  // namespace kforge::eval

@@ -27,5 +27,15 @@ TEST(CallProfileTest, MediansPerKindAndTheTimeOutsideTheCandidate) {
             "\"outside_candidate_us\": 400.0}\n");
 }
 
+TEST(CallProfileTest, TheReferencesSamplesInTheJudgeHaveALineOfTheirOwn) {
+  CallProfile p;
+  p.AddReference(40, 55);
+  p.AddReference(60, 80);
+  p.AddReference(50, 70);
+  EXPECT_EQ(p.Summary(),
+            "kforge-call-profile {\"kind\": \"reference\", \"calls\": 3, \"judge_us\": "
+            "{\"forward\": 50.0, \"slots\": 70.0}}\n");
+}
+
 }  // namespace
 }  // namespace kforge::eval

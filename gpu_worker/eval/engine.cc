@@ -157,7 +157,9 @@ class Evaluation {
     }
     result_.mutable_stages()->set_total_s(
         std::chrono::duration<double>(Clock::now() - ctx_.process_start).count());
-    if (client_ && CallProfileOn()) std::fputs(client_->CallProfileSummary().c_str(), stderr);
+    if (client_ && CallProfileOn()) {
+      std::fputs((client_->CallProfileSummary() + ref_profile_.Summary()).c_str(), stderr);
+    }
     FlushPythonOutput();
     // Killed, not waited for: its CUDA context is torn down while this process delivers the
     // result and leaves (Evaluate).
@@ -1054,12 +1056,15 @@ class Evaluation {
       std::vector<at::Tensor> ref_slots;
       for (const at::Tensor& t : out_like) ref_slots.push_back(at::empty_like(t));
       ref = [&, ref_slots](int s) {
+        const auto start = Clock::now();
         ref_forward(s);
+        const double forward_us = Since(start) * 1e6;
         std::vector<at::Tensor> outs = OutputsToTensors(ref_out).tensors;
         for (size_t k = 0; k < outs.size() && k < ref_slots.size(); ++k) {
           ref_slots[k].copy_(outs[k]);
           ref_copy.push_back(ref_slots[k].clone());
         }
+        if (CallProfileOn()) ref_profile_.AddReference(forward_us, Since(start) * 1e6);
       };
       cand = [&](int s) {
         std::string error;
@@ -1221,6 +1226,7 @@ class Evaluation {
   uint64_t seed_ = 0, init_seed_ = 0;
   py::object task_, ref_model_;
   std::unique_ptr<CandidateClient> client_;  // the candidate process
+  CallProfile ref_profile_;  // KFORGE_CALL_PROFILE only: the reference's call-clock samples
   std::unique_ptr<DeviceClock> judge_clock_;  // the reference's device clock
   CandidateFiles files_;                     // the candidate's cache namespace
   std::string arch_;

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """KFORGE_CALL_PROFILE (gpu_worker/eval/call_profile.h): with it, an evaluation's output_log
 ends with one profile line per kind of call (in CPU mode: the calibration's null calls and
-the rest), each with the candidate process's steps in order; without it, no such line.
+the rest), each with the candidate process's steps in order, and one for the reference's
+call-clock samples in the judge; without it, no such line.
 
   call_profile_test.py --eval build/gpu_worker/eval/kforge-eval
 """
@@ -44,8 +45,15 @@ def main():
     if r["verdict"] != "ok":
         failures.append(f"verdict {r['verdict']}: {r.get('reason')}")
     kinds = {l["kind"]: l for l in lines}
-    if sorted(kinds) != ["call", "null"]:
-        failures.append(f"profile kinds {sorted(kinds)}, want call and null: {lines}")
+    if sorted(kinds) != ["call", "null", "reference"]:
+        failures.append(f"profile kinds {sorted(kinds)}, want call, null and reference: {lines}")
+    ref = kinds.pop("reference", {})
+    judge = ref.get("judge_us", {})
+    n = (r.get("reference_call") or r.get("reference") or {}).get("n", 0)
+    if not (ref.get("calls", 0) >= n > 0):
+        failures.append(f"reference profile of {ref.get('calls')} calls, {n} samples timed")
+    if not (0 < judge.get("forward", 0) <= judge.get("slots", 0)):
+        failures.append(f"reference: forward then slots, both positive: {judge}")
     null = kinds.get("null", {})
     if null.get("calls") != 33:
         failures.append(f"null calls {null.get('calls')}, want the calibration's 33")
