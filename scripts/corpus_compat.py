@@ -279,7 +279,8 @@ def kforge_request(run, server, c, **extra):
                             numerics=run.args.numerics, atol=run.args.atol,
                             rtol=run.args.rtol, **extra)
     except (EOFError, OSError, ValueError) as e:
-        r = {"verdict": "<no answer>", "reason": f"fork server gave no answer: {e!r}"}
+        why = "cut by the run's budget end: " if run.left() <= 1 else ""
+        r = {"verdict": "<no answer>", "reason": f"{why}fork server gave no answer: {e!r}"}
     finally:
         timer.cancel()
     return r, time.time() - t0

@@ -7,7 +7,8 @@ KernelBench's harness and the human reading (docs/corpus_reading.md), from corpu
 
 Each --kforge / --kb file is a corpus_compat.py output (compat.jsonl); a candidate's row from a
 later file replaces an earlier one's, so a re-run of some candidates is listed after the run it
-corrects. A row counts for kforge when it has kforge_verdict, for KB when it has kb_status.
+corrects. A row counts for kforge when it has a kforge_verdict other than "<no answer>" (an
+evaluation cut off), for KB when it has kb_status.
 Prints the table (reading x kforge verdict x KB: correct / incorrect / no verdict), the
 agreement (kforge ok exactly where KB correct), and the two lists the goal is about: honest
 candidates kforge did not pass where KB did, and hacks kforge passed. Standard library only.
@@ -19,12 +20,14 @@ import sys
 
 
 def rows(paths, has):
+    """name -> the last row with a `has` field; a kforge "<no answer>" (an evaluation cut off,
+    by a run's budget end, say) is no verdict and replaces none."""
     out = {}
     for path in paths:
         with open(path) as f:
             for line in f:
                 r = json.loads(line)
-                if r.get(has) is not None:
+                if r.get(has) is not None and r.get(has) != "<no answer>":
                     out[r["name"]] = r
     return out
 

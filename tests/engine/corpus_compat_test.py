@@ -188,3 +188,16 @@ def test_the_hop_line_gives_the_median_and_the_mps_count():
     assert mod.hop_lines(rows) == [
         "call clock hop: median 0.060 ms, p90 0.330 ms over 3; under MPS: 2 of 3"]
     assert mod.hop_lines([dict(name="no hop")]) == []
+
+
+def test_the_verdict_table_takes_no_answer_for_no_verdict(tmp_path):
+    # Session 20: 2_75's kforge evaluation was cut by the run's budget end ("<no answer>"); it
+    # is no verdict, and a later file's cut-off row does not replace an earlier verdict.
+    table = load_script("verdict_table")
+    first, later = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    first.write_text(json.dumps(dict(name="1_1", kforge_verdict="ok")) + "\n" +
+                     json.dumps(dict(name="1_2", kforge_verdict="<no answer>")) + "\n")
+    later.write_text(json.dumps(dict(name="1_1", kforge_verdict="<no answer>")) + "\n" +
+                     json.dumps(dict(name="1_3", kforge_verdict="incorrect")) + "\n")
+    got = table.rows([str(first), str(later)], "kforge_verdict")
+    assert {n: r["kforge_verdict"] for n, r in got.items()} == {"1_1": "ok", "1_3": "incorrect"}
