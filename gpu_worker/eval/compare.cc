@@ -8,6 +8,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <sstream>
@@ -108,11 +109,28 @@ const char* KernelType(at::ScalarType t) {
   }
 }
 
-// The comparison kernel for `type` on `device`, compiled once per process and type. Not through
-// the cubin cache: that directory is writable by candidates, and a planted cubin would decide
-// correctness. --fmad=false: no fused multiply-adds, so every product and sum rounds as in the
-// host loop (compiled with -ffp-contract=off) and an element exactly on the tolerance boundary
-// gets the same decision on both. Throws std::runtime_error.
+// --fmad=false: no fused multiply-adds, so every product and sum rounds as in the host loop
+// (compiled with -ffp-contract=off) and an element exactly on the tolerance boundary gets the
+// same decision on both.
+NvrtcCompileOutput CompileCompareKernel(const std::string& arch, at::ScalarType type) {
+  NvrtcCompileRequest req;
+  req.source = CompareKernelSource(type);
+  req.name = "kforge_compare.cu";
+  req.arch = arch;
+  req.options = {"--fmad=false"};
+  return CompileWithNvrtc(req);
+}
+
+// PrepareCompareKernels' cubins, by architecture and type.
+std::map<std::pair<std::string, at::ScalarType>, std::string>& PreparedKernels() {
+  static auto* prepared = new std::map<std::pair<std::string, at::ScalarType>, std::string>;
+  return *prepared;
+}
+
+// The comparison kernel for `type` on `device`, compiled once per process and type, or
+// prepared by the process it was forked from. Not through the cubin cache: that directory is
+// writable by candidates, and a planted cubin would decide correctness. Throws
+// std::runtime_error.
 CUfunction DeviceKernel(int device, at::ScalarType type) {
   static std::map<std::pair<int, at::ScalarType>, CUfunction> kernels;
   auto key = std::make_pair(device, type);
@@ -122,15 +140,19 @@ CUfunction DeviceKernel(int device, at::ScalarType type) {
     throw std::runtime_error("kforge: cannot read the properties of CUDA device " +
                              std::to_string(device));
   }
-  NvrtcCompileRequest req;
-  req.source = CompareKernelSource(type);
-  req.name = "kforge_compare.cu";
-  req.arch = "sm_" + std::to_string(p.major) + std::to_string(p.minor);
-  req.options = {"--fmad=false"};
-  NvrtcCompileOutput nv = CompileWithNvrtc(req);
-  if (!nv.ok) throw std::runtime_error("kforge: the comparison kernel did not compile: " + nv.log);
+  const std::string arch = "sm_" + std::to_string(p.major) + std::to_string(p.minor);
+  std::string cubin;
+  if (auto it = PreparedKernels().find({arch, type}); it != PreparedKernels().end()) {
+    cubin = it->second;
+  } else {
+    NvrtcCompileOutput nv = CompileCompareKernel(arch, type);
+    if (!nv.ok) {
+      throw std::runtime_error("kforge: the comparison kernel did not compile: " + nv.log);
+    }
+    cubin = std::move(nv.cubin);
+  }
   CUmodule module = nullptr;
-  CheckCu(GetDriver().module_load_data(&module, nv.cubin.data()), "loading the comparison kernel");
+  CheckCu(GetDriver().module_load_data(&module, cubin.data()), "loading the comparison kernel");
   CUfunction fn = nullptr;
   CheckCu(GetDriver().module_get_function(&fn, module, "kforge_compare"),
           "finding the comparison kernel");
@@ -281,6 +303,37 @@ std::string CompareKernelSource(at::ScalarType type) {
   }
   return std::string("#define KFORGE_COMPARE_HD __device__\n") + kCompareElementSource + "\n" +
          kCompareKernels + "KFORGE_COMPARE_KERNEL(kforge_compare, " + ctype + ")\n";
+}
+
+int PrepareCompareKernels(const std::string& torch_arch_list) {
+  int compiled = 0;
+  std::stringstream list(torch_arch_list);
+  std::string entry;
+  while (std::getline(list, entry, ';')) {
+    // "9.0", "9.0+PTX", " 8.0": the digits before and after the dot.
+    const size_t dot = entry.find('.');
+    if (dot == std::string::npos || dot == 0) continue;
+    const size_t begin = entry.find_first_not_of(' ');
+    std::string major = entry.substr(begin, dot - begin);
+    std::string minor = entry.substr(dot + 1, 1);
+    if (major.empty() || major.find_first_not_of("0123456789") != std::string::npos ||
+        minor.empty() || !std::isdigit(static_cast<unsigned char>(minor[0]))) {
+      continue;
+    }
+    const std::string arch = "sm_" + major + minor;
+    for (at::ScalarType type : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16}) {
+      if (PreparedKernels().count({arch, type})) continue;
+      NvrtcCompileOutput nv = CompileCompareKernel(arch, type);
+      if (!nv.ok || nv.cubin.empty()) continue;
+      PreparedKernels()[{arch, type}] = std::move(nv.cubin);
+      ++compiled;
+    }
+  }
+  return compiled;
+}
+
+bool HasPreparedCompareKernel(const std::string& arch, at::ScalarType type) {
+  return PreparedKernels().count({arch, type}) > 0;
 }
 
 bool SharesMemory(const at::Tensor& a, const at::Tensor& b) {

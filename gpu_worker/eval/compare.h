@@ -7,7 +7,8 @@
 // bound, so that near-zero outputs cannot be faked with zeros. All of it in float64, in one
 // pass over both outputs (compare_element.h): by a kernel on the GPU for outputs of 2^20
 // elements or more, on the host otherwise. The kernel is compiled with NVRTC once per process
-// and element type (about 0.1 s) the first time a large output of that type is compared.
+// and element type (about 0.1 s) the first time a large output of that type is compared, unless
+// the process was forked from one that prepared it (PrepareCompareKernels).
 //
 // Thread-safety: call from one thread (the kernel module is loaded once per process).
 #ifndef KFORGE_GPU_WORKER_EVAL_COMPARE_H_
@@ -45,6 +46,19 @@ Comparison CompareOutputs(const std::vector<at::Tensor>& ref, const std::vector<
 // tests: it must compile with NVRTC). Throws std::invalid_argument for a type compared as
 // float64 (complex types as pairs of reals).
 std::string CompareKernelSource(at::ScalarType type);
+
+// Compiles the comparison kernels of the usual output types (float32, float64, float16,
+// bfloat16) with NVRTC for each architecture of `torch_arch_list` (TORCH_CUDA_ARCH_LIST's
+// form: "9.0", "8.0;9.0+PTX") and keeps them in this process's memory. A process forked from
+// this one then loads them instead of compiling its own (about 0.1 s an evaluation): the fork
+// server calls it at its start, before any request (serve.h). Needs no GPU and no CUDA
+// context. Never from a file: the cubin cache is writable by candidates, and a planted kernel
+// would decide correctness. Returns how many kernels it compiled; one that fails to compile is
+// left to be compiled when it is needed.
+int PrepareCompareKernels(const std::string& torch_arch_list);
+
+// Whether PrepareCompareKernels kept the kernel for `arch` ("sm_90") and `type`.
+bool HasPreparedCompareKernel(const std::string& arch, at::ScalarType type);
 
 // True when the two tensors' storages overlap (an output aliasing an input).
 bool SharesMemory(const at::Tensor& a, const at::Tensor& b);

@@ -123,6 +123,20 @@ TEST(CompareTest, KernelSourceCompilesWithNvrtc) {
   EXPECT_THROW(CompareKernelSource(at::kComplexFloat), std::invalid_argument);
 }
 
+TEST(CompareTest, TheForkServerPreparesTheUsualKernelsForItsArchitectures) {
+  // TORCH_CUDA_ARCH_LIST's forms; an entry that names no architecture is skipped.
+  EXPECT_EQ(PrepareCompareKernels("9.0+PTX; 8.0;garbage;.5"), 8);
+  for (const char* arch : {"sm_90", "sm_80"}) {
+    for (at::ScalarType t : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16}) {
+      EXPECT_TRUE(HasPreparedCompareKernel(arch, t)) << arch << " " << c10::toString(t);
+    }
+    EXPECT_FALSE(HasPreparedCompareKernel(arch, at::kInt)) << "compiled when needed";
+  }
+  EXPECT_FALSE(HasPreparedCompareKernel("sm_86", at::kFloat));
+  EXPECT_EQ(PrepareCompareKernels("9.0"), 0) << "kept: not compiled again";
+  EXPECT_EQ(PrepareCompareKernels(""), 0);
+}
+
 TEST(CompareTest, PinnedHostMemoryTaggedAsCudaIsNotDeviceMemory) {
   EXPECT_TRUE(InDeviceMemory(at::zeros({4})));  // not a CUDA tensor
   if (!HaveGpu()) GTEST_SKIP() << "no GPU";

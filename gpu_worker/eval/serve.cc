@@ -16,6 +16,7 @@
 #include "common/base/frames.h"
 #include "common/dialect.h"
 #include "common/result_json.h"
+#include "gpu_worker/eval/compare.h"
 #include "gpu_worker/eval/python_runtime.h"
 #include "gpu_worker/eval/reference_share.h"
 
@@ -133,6 +134,11 @@ int Serve(const ServeOptions& options) {
   if (!interpreter) {
     std::fprintf(stderr, "kforge-eval --serve: %s\n", error.c_str());
     return 1;
+  }
+  // The comparison kernels, compiled once here rather than in every evaluation (compare.h):
+  // for the GPU the worker names (it sets TORCH_CUDA_ARCH_LIST from the slot's device).
+  if (const char* arch_list = std::getenv("TORCH_CUDA_ARCH_LIST"); arch_list && *arch_list) {
+    PrepareCompareKernels(arch_list);
   }
   EngineContext context;
   context.cache_dir = options.cache_dir;
