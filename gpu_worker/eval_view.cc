@@ -70,9 +70,22 @@ absl::Status AddEnginePaths(const std::string& eval_binary, const std::string& c
   if (!cache_dir.empty()) view->read_write.push_back(cache_dir);
   // The node's MPS daemon (docs/operations.md, "MPS"): its clients connect to the control
   // socket there. Read-only: a candidate cannot remove or replace the sockets that other
-  // evaluations connect to (connecting needs no write access to the mount).
+  // evaluations connect to (connecting needs no write access to the mount). The children see
+  // the whole directory, so it must be the daemon's own.
   if (const char* mps = std::getenv("CUDA_MPS_PIPE_DIRECTORY"); mps != nullptr && *mps != '\0') {
-    view->read_only.push_back(mps);
+    std::string dir = mps;
+    while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+    struct stat st;
+    const bool shared = dir == "/" || dir == "/tmp" || dir == "/run" || dir == "/var/run" ||
+                        dir == "/dev" || dir == "/dev/shm" || dir == "/var/tmp";
+    if (dir[0] != '/' || shared || stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      return absl::FailedPreconditionError(
+          "CUDA_MPS_PIPE_DIRECTORY=" + std::string(mps) +
+          " must be an existing absolute directory of the MPS daemon's own (such as "
+          "/run/kforge-mps/pipe, made before the daemon starts), not a shared one: the "
+          "evaluations see all of it");
+    }
+    view->read_only.push_back(dir);
   }
   return absl::OkStatus();
 }

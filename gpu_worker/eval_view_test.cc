@@ -15,6 +15,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <optional>
 #include <string>
 
 #include "common/base/files.h"
@@ -154,32 +155,67 @@ TEST_F(EvalViewTest, WithoutTheViewTheSameCandidateReachesTheBaits) {
   EXPECT_THAT(out, HasSubstr("VIEW coordinator-port failed: PermissionError")) << out;
 }
 
+// Sets an environment variable for a scope and restores what it was.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      setenv(name_, old_->c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
 TEST_F(EvalViewTest, AnMpsDaemonsPipeDirectoryIsReachableAndReadOnly) {
   // A node running an MPS daemon (docs/operations.md, "MPS"): the worker passes its pipe
   // directory on, and the view holds it read-only. No daemon here: a socket stands for its
-  // control socket.
-  std::string pipe = MakeDir("/tmp/kforge-mps-pipe-XXXXXX", 0755);
+  // control socket. The directory is writable by everyone (01777), so only the read-only mount
+  // can refuse the writes.
+  std::string pipe = MakeDir("/tmp/kforge-mps-pipe-XXXXXX", 01777);
   cleanup_.push_back(pipe);
   const int control = ListenOnUnixSocket(pipe + "/control");
   ASSERT_GE(control, 0);
-  setenv("CUDA_MPS_PIPE_DIRECTORY", pipe.c_str(), 1);
-  options_.sandbox_view = WorkerOptions().sandbox_view;
-  options_.sandbox_executables = DefaultCompilerExecutables();
-  ASSERT_TRUE(AddEnginePaths(options_.eval_binary, options_.cache_dir, &options_.sandbox_view,
-                             &options_.sandbox_executables)
-                  .ok());
-  v1::EvalResult r = Evaluate(Source("tests/security/mps_pipe_probe.py"));
-  unsetenv("CUDA_MPS_PIPE_DIRECTORY");
+  v1::EvalResult r;
+  {
+    ScopedEnv env("CUDA_MPS_PIPE_DIRECTORY", pipe);
+    options_.sandbox_view = WorkerOptions().sandbox_view;
+    options_.sandbox_executables = DefaultCompilerExecutables();
+    absl::Status added = AddEnginePaths(options_.eval_binary, options_.cache_dir,
+                                        &options_.sandbox_view, &options_.sandbox_executables);
+    ASSERT_TRUE(added.ok()) << added;
+    r = Evaluate(Source("tests/security/mps_pipe_probe.py"));
+  }
   close(control);
   const std::string& out = r.output_log();
   EXPECT_EQ(r.verdict(), v1::VERDICT_OK) << r.reason() << "\n" << out;
   EXPECT_THAT(out, HasSubstr("MPS env '" + pipe + "'")) << out;
   EXPECT_THAT(out, HasSubstr("MPS connect succeeded")) << out;
-  EXPECT_THAT(out, HasSubstr("MPS unlink failed")) << out;
-  EXPECT_THAT(out, HasSubstr("MPS plant failed")) << out;
+  EXPECT_THAT(out, HasSubstr("MPS unlink failed: OSError Read-only file system")) << out;
+  EXPECT_THAT(out, HasSubstr("MPS plant failed: OSError Read-only file system")) << out;
   struct stat st;
   EXPECT_EQ(stat((pipe + "/control").c_str(), &st), 0) << "the control socket is still there";
   EXPECT_NE(stat((pipe + "/planted").c_str(), &st), 0) << "nothing was planted beside it";
+}
+
+TEST_F(EvalViewTest, AnMpsPipeDirectoryThatIsSharedOrMissingStopsTheWorker) {
+  // The children would see the whole directory: /tmp's sockets, say.
+  for (const char* bad : {"/tmp", "/tmp/", "/", "relative/pipe", "/nonexistent-kforge-mps"}) {
+    ScopedEnv env("CUDA_MPS_PIPE_DIRECTORY", bad);
+    SandboxView view;
+    std::vector<std::string> executables;
+    absl::Status added = AddEnginePaths(options_.eval_binary, "", &view, &executables);
+    EXPECT_EQ(added.code(), absl::StatusCode::kFailedPrecondition) << bad;
+    EXPECT_THAT(std::string(added.message()), HasSubstr("of the MPS daemon's own")) << bad;
+  }
 }
 
 TEST_F(EvalViewTest, CompilersRunInsideTheView) {

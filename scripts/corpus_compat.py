@@ -145,7 +145,8 @@ class Run:
         self.order = {c["name"]: i for i, c in enumerate(cands)}
         self.rows = {c["name"]: dict(name=c["name"], level=c["level"], task=c["task"],
                                      builds_extension=c["builds"],
-                                     cudal1_score_a100=c["cudal1_score"]) for c in cands}
+                                     cudal1_score_a100=c["cudal1_score"], **lanes_field(args))
+                     for c in cands}
         self.lock = threading.Lock()
         self.builds_running = 0
         # (round, corpus index, kind, seq, name, job): runnable now; round 0 is the first pass,
@@ -268,9 +269,18 @@ def start_server(run, build_ahead):
     return server
 
 
+BUDGET_CUT = "cut by the run's budget end: "  # a kforge reason's start: no verdict was reached
+
+
 def kforge_request(run, server, c, **extra):
     """One request; a watchdog kills the server at the deadline. Returns (result, wall_s)."""
-    timer = threading.Timer(max(run.left(), 1), kill_group, (server.proc,))
+    cut = threading.Event()
+
+    def watchdog():
+        cut.set()
+        kill_group(server.proc)
+
+    timer = threading.Timer(max(run.left(), 1), watchdog)
     timer.start()
     t0 = time.time()
     try:
@@ -279,7 +289,7 @@ def kforge_request(run, server, c, **extra):
                             numerics=run.args.numerics, atol=run.args.atol,
                             rtol=run.args.rtol, **extra)
     except (EOFError, OSError, ValueError) as e:
-        why = "cut by the run's budget end: " if run.left() <= 1 else ""
+        why = BUDGET_CUT if cut.is_set() else ""
         r = {"verdict": "<no answer>", "reason": f"{why}fork server gave no answer: {e!r}"}
     finally:
         timer.cancel()
@@ -309,6 +319,13 @@ def kforge_fields(r, wall_s):
         out["timing"] = r["timing"]
     out.update(two_clocks(r))
     return {"kforge_" + k: v for k, v in out.items()}
+
+
+def lanes_field(args):
+    """Rows of a run whose GPU turns overlapped say so: their speedups are not timing results."""
+    if args.kforge_lanes <= 1 and args.kb_lanes == 0:
+        return {}
+    return {"gpu_lanes": {"kforge": args.kforge_lanes, "kb": args.kb_lanes}}
 
 
 def camel(key):
@@ -844,12 +861,13 @@ def shared_gpu_lines(args):
 def hop_lines(rows):
     """The call clock's hop (the null call's calibrated time, subtracted from the candidate's
     call-clock samples) over the first passes that have it, and how many ran under MPS."""
-    hops = sorted(r["kforge_call_overhead_ms"] for r in rows if r.get("kforge_call_overhead_ms"))
-    if not hops:
+    with_hop = [r for r in rows if r.get("kforge_call_overhead_ms")]
+    if not with_hop:
         return []
-    mps = sum(1 for r in rows if r.get("kforge_mps"))
+    hops = sorted(r["kforge_call_overhead_ms"] for r in with_hop)
+    mps = sum(1 for r in with_hop if r.get("kforge_mps"))
     return [f"call clock hop: median {quantile(hops, 0.5):.3f} ms, p90 {quantile(hops, 0.9):.3f} "
-            f"ms over {len(hops)}; under MPS: {mps} of {sum(1 for r in rows if 'kforge_mps' in r)}"]
+            f"ms over {len(hops)}, of which under MPS: {mps}"]
 
 
 def table(run, rows, wall_s):

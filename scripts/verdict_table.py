@@ -7,8 +7,8 @@ KernelBench's harness and the human reading (docs/corpus_reading.md), from corpu
 
 Each --kforge / --kb file is a corpus_compat.py output (compat.jsonl); a candidate's row from a
 later file replaces an earlier one's, so a re-run of some candidates is listed after the run it
-corrects. A row counts for kforge when it has a kforge_verdict other than "<no answer>" (an
-evaluation cut off), for KB when it has kb_status.
+corrects. A row counts for kforge when it has a kforge_verdict, unless the run's budget end cut
+that evaluation off, for KB when it has kb_status.
 Prints the table (reading x kforge verdict x KB: correct / incorrect / no verdict), the
 agreement (kforge ok exactly where KB correct), and the two lists the goal is about: honest
 candidates kforge did not pass where KB did, and hacks kforge passed. Standard library only.
@@ -19,15 +19,22 @@ import json
 import sys
 
 
-def rows(paths, has):
-    """name -> the last row with a `has` field; a kforge "<no answer>" (an evaluation cut off,
-    by a run's budget end, say) is no verdict and replaces none."""
+BUDGET_CUT = "cut by the run's budget end"  # corpus_compat.py's reason for such a row
+
+
+def rows(paths, has, cut_names=()):
+    """name -> the last row with a `has` field. A kforge evaluation that the run's budget end
+    cut off ("<no answer>", its reason starting with BUDGET_CUT) is no verdict and replaces
+    none; any other "<no answer>" (a server that died under a candidate, say) is one."""
     out = {}
     for path in paths:
         with open(path) as f:
             for line in f:
                 r = json.loads(line)
-                if r.get(has) is not None and r.get(has) != "<no answer>":
+                cut = r.get(has) == "<no answer>" and (
+                    (r.get("kforge_reason") or "").startswith(BUDGET_CUT) or
+                    r["name"] in cut_names)
+                if r.get(has) is not None and not cut:
                     out[r["name"]] = r
     return out
 
@@ -48,13 +55,16 @@ def main():
     p.add_argument("--reading", required=True)
     p.add_argument("--kforge", nargs="+", required=True)
     p.add_argument("--kb", nargs="+", required=True)
+    p.add_argument("--cut", default="",
+                   help="level_task,...: their kforge <no answer> rows were cut by the budget's "
+                        "end (runs from before corpus_compat said so: session 20's 2_75)")
     args = p.parse_args()
     reading = {}
     with open(args.reading) as f:
         for line in f:
             r = json.loads(line)
             reading[f"{r['level_id']}_{r['task_id']}"] = r
-    kf = rows(args.kforge, "kforge_verdict")
+    kf = rows(args.kforge, "kforge_verdict", set(filter(None, args.cut.split(","))))
     kb = rows(args.kb, "kb_status")
     cells = collections.defaultdict(list)
     agree = both = 0

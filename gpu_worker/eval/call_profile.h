@@ -10,7 +10,7 @@
 //                        "candidate_us": {"args": ..., ...}, "outside_candidate_us": ...}
 // Each number is a median over the calls of that kind. And one line for the reference's
 // call-clock samples in the judge (since session 20: the judge's reference calls read
-// 0.07-0.13 ms longer than a bare script's, and moved between processes):
+// 0.05-0.23 ms longer than a bare script's, and moved between processes):
 //   kforge-call-profile {"kind": "reference", "calls": 40, "judge_us": {"forward": ...,
 //                        "slots": ...}}
 // where `forward` is the host's time until the reference's forward returned (its dispatch)

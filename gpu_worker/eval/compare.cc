@@ -307,14 +307,16 @@ std::string CompareKernelSource(at::ScalarType type) {
 
 int PrepareCompareKernels(const std::string& torch_arch_list) {
   int compiled = 0;
-  std::stringstream list(torch_arch_list);
+  // Entries separated by spaces or semicolons, as torch reads them: "9.0", "9.0+PTX", "8.6";
+  // the digits before and after the dot (named architectures are left out).
+  std::string separated = torch_arch_list;
+  std::replace(separated.begin(), separated.end(), ';', ' ');
+  std::stringstream list(separated);
   std::string entry;
-  while (std::getline(list, entry, ';')) {
-    // "9.0", "9.0+PTX", " 8.0": the digits before and after the dot.
+  while (list >> entry) {
     const size_t dot = entry.find('.');
     if (dot == std::string::npos || dot == 0) continue;
-    const size_t begin = entry.find_first_not_of(' ');
-    std::string major = entry.substr(begin, dot - begin);
+    std::string major = entry.substr(0, dot);
     std::string minor = entry.substr(dot + 1, 1);
     if (major.empty() || major.find_first_not_of("0123456789") != std::string::npos ||
         minor.empty() || !std::isdigit(static_cast<unsigned char>(minor[0]))) {

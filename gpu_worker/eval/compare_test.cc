@@ -124,15 +124,18 @@ TEST(CompareTest, KernelSourceCompilesWithNvrtc) {
 }
 
 TEST(CompareTest, TheForkServerPreparesTheUsualKernelsForItsArchitectures) {
-  // TORCH_CUDA_ARCH_LIST's forms; an entry that names no architecture is skipped.
-  EXPECT_EQ(PrepareCompareKernels("9.0+PTX; 8.0;garbage;.5"), 8);
-  for (const char* arch : {"sm_90", "sm_80"}) {
+  // TORCH_CUDA_ARCH_LIST's forms (spaces or semicolons); an entry that names no architecture
+  // by its number is skipped. The prepared kernels stay in this process; the GPU tests after
+  // this one load them as they would have compiled them.
+  EXPECT_EQ(PrepareCompareKernels("9.0+PTX; 8.0;garbage;.5 Hopper"), 8);
+  EXPECT_EQ(PrepareCompareKernels("8.0 8.6"), 4);
+  for (const char* arch : {"sm_90", "sm_80", "sm_86"}) {
     for (at::ScalarType t : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16}) {
       EXPECT_TRUE(HasPreparedCompareKernel(arch, t)) << arch << " " << c10::toString(t);
     }
     EXPECT_FALSE(HasPreparedCompareKernel(arch, at::kInt)) << "compiled when needed";
   }
-  EXPECT_FALSE(HasPreparedCompareKernel("sm_86", at::kFloat));
+  EXPECT_FALSE(HasPreparedCompareKernel("sm_89", at::kFloat));
   EXPECT_EQ(PrepareCompareKernels("9.0"), 0) << "kept: not compiled again";
   EXPECT_EQ(PrepareCompareKernels(""), 0);
 }

@@ -12,6 +12,7 @@
 #include <random>
 
 #include "common/base/sha256.h"
+#include "gpu_worker/eval/activity_trace.h"
 #include "gpu_worker/eval/call_profile.h"
 #include "gpu_worker/eval/candidate_client.h"
 #include "gpu_worker/eval/candidate_files.h"
@@ -567,10 +568,19 @@ class Evaluation {
     count(&TrialTimes::inputs);
     py::object ref_out;
     {
+      // Where the candidate process traces this trial's call (below), the reference's call is
+      // traced here too, and its records dropped: CUPTI leaves a cost on every launch of a
+      // process it has traced in, after it is off (session 20), and the call clock's samples,
+      // which come next, then pay it on both sides rather than on the candidate's alone.
+      std::unique_ptr<ActivityTrace> alike;
+      if (TracesTrials(dialect)) {
+        std::string why_not;
+        alike = ActivityTrace::Start(&why_not);
+      }
       at::NoGradGuard no_grad;
       ref_out = ref_model_(*inputs);
+      Synchronize();
     }
-    Synchronize();
     count(&TrialTimes::reference);
     Outputs ref = OutputsToTensors(ref_out);
     if (!ref.error.empty()) {
@@ -724,9 +734,10 @@ class Evaluation {
   // GPU the device clock's (skipped where the candidate process has reached native code); each
   // with inputs of its own (different seeds: no call sees inputs an earlier call saw), the
   // outputs of every timed call checked, and the stop rule on that clock. The call clock goes
-  // first because CUPTI, once it has traced in a process, leaves a cost on every launch after
-  // it is turned off (session 20: +15-36% on the call time of small forwards on the H200), so
-  // the judge's call-clock samples come from a process where it never ran.
+  // first because CUPTI, once it has traced in a process, may leave a cost on every later
+  // launch (session 20, with torch's profiler: 2_39's reference 0.079 -> 0.108 ms on the
+  // H200), so the call clock's samples come from processes where it has not run, or where it
+  // ran in both (the traced correctness trials of a candidate that defines kernels, Trial).
   // Then fresh inputs once more: outputs cached across calls are caught there.
   std::optional<Verdict> Timing(v1::Dialect dialect) {
     SampleClocks(target_.cuda ? target_.index : -1, result_.mutable_system());

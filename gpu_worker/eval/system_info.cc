@@ -80,6 +80,8 @@ v1::SystemInfo CollectSystemInfo(int device) {
   int mps = 0;
   if (cudaDeviceGetAttribute(&mps, cudaDevAttrMpsEnabled, device) == cudaSuccess) {
     info.set_mps(mps != 0);
+  } else {
+    cudaGetLastError();  // not sticky: leave no error for the next CUDA call to report
   }
   int drv = 0;
   cudaDriverGetVersion(&drv);

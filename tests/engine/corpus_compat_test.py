@@ -117,7 +117,7 @@ def test_kb_lanes_run_kbs_turns_beside_kforges(tmp_path):
     for name in ("1_1", "2_3"):
         run.enqueue(name, 0, lambda s, n=name: kforge(s, n))
         run.enqueue(name, 1, lambda s, n=name: kb(s, n))
-    threads = [threading.Thread(target=mod.gpu_thread, args=(run, q))
+    threads = [threading.Thread(target=mod.gpu_thread, args=(run, q), daemon=True)
                for q in (run.gpu, run.gpu_kb)]
     for t in threads:
         t.start()
@@ -128,6 +128,7 @@ def test_kb_lanes_run_kbs_turns_beside_kforges(tmp_path):
     assert sorted(log) == ["kb 1_1", "kb 2_3", "kforge 1_1 end", "kforge 1_1 start",
                            "kforge 2_3 end", "kforge 2_3 start"]
     assert "verdicts stand" in mod.shared_gpu_lines(args)[0]
+    assert all(r["gpu_lanes"] == {"kforge": 1, "kb": 1} for r in run.rows.values())
     assert mod.shared_gpu_lines(mod.parse_args(["--out", str(tmp_path / "o"), "--device", "cpu",
                                                 "--corpus", corpus])) == []
 
@@ -185,8 +186,8 @@ def test_the_hop_line_gives_the_median_and_the_mps_count():
     rows = [dict(kforge_call_overhead_ms=0.33, kforge_mps=False),
             dict(kforge_call_overhead_ms=0.05, kforge_mps=True),
             dict(kforge_call_overhead_ms=0.06, kforge_mps=True), dict(name="kb only")]
-    assert mod.hop_lines(rows) == [
-        "call clock hop: median 0.060 ms, p90 0.330 ms over 3; under MPS: 2 of 3"]
+    assert mod.hop_lines(rows + [dict(kforge_mps=False, name="built ahead, no hop")]) == [
+        "call clock hop: median 0.060 ms, p90 0.330 ms over 3, of which under MPS: 2"]
     assert mod.hop_lines([dict(name="no hop")]) == []
 
 
@@ -195,9 +196,19 @@ def test_the_verdict_table_takes_no_answer_for_no_verdict(tmp_path):
     # is no verdict, and a later file's cut-off row does not replace an earlier verdict.
     table = load_script("verdict_table")
     first, later = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    compat = load_module()
+    cut = dict(kforge_verdict="<no answer>", kforge_reason=compat.BUDGET_CUT + "EOFError()")
+    died = dict(kforge_verdict="<no answer>", kforge_reason="fork server gave no answer: EOF")
     first.write_text(json.dumps(dict(name="1_1", kforge_verdict="ok")) + "\n" +
-                     json.dumps(dict(name="1_2", kforge_verdict="<no answer>")) + "\n")
-    later.write_text(json.dumps(dict(name="1_1", kforge_verdict="<no answer>")) + "\n" +
-                     json.dumps(dict(name="1_3", kforge_verdict="incorrect")) + "\n")
-    got = table.rows([str(first), str(later)], "kforge_verdict")
-    assert {n: r["kforge_verdict"] for n, r in got.items()} == {"1_1": "ok", "1_3": "incorrect"}
+                     json.dumps(dict(name="1_2", **cut)) + "\n" +
+                     json.dumps(dict(name="1_4", kforge_verdict="ok")) + "\n" +
+                     json.dumps(dict(name="1_5", kforge_verdict="ok")) + "\n")
+    later.write_text(json.dumps(dict(name="1_1", **cut)) + "\n" +
+                     json.dumps(dict(name="1_3", kforge_verdict="incorrect")) + "\n" +
+                     json.dumps(dict(name="1_4", **died)) + "\n" +
+                     json.dumps(dict(name="1_5", **died)) + "\n")
+    got = table.rows([str(first), str(later)], "kforge_verdict", {"1_5"})
+    # A server that died under a candidate is an answer of its own (1_4); a row named as cut
+    # is not (1_5, runs from before the reason said so).
+    assert {n: r["kforge_verdict"] for n, r in got.items()} == {
+        "1_1": "ok", "1_3": "incorrect", "1_4": "<no answer>", "1_5": "ok"}
