@@ -34,8 +34,9 @@
 # PYTHON, KERNELBENCH, GTEST_SOURCE, COMPAT_BUDGET_S, CHECK_BUDGET_S, CHECK_INPUT.
 # MPS=1: every section runs under an MPS daemon (nvidia-cuda-mps-control -d) that the suite
 # starts first, with its pipe and log directories under /tmp/kforge-mps, and stops at its end
-# (docs/operations.md, "MPS"); the results then say system.mps. Without the binary the suite
-# stops with an error.
+# (docs/operations.md, "MPS"); the results then say system.mps. It also records whether the
+# daemon answers a control command (get_server_list) from user nobody, in
+# $OUT/mps_control_as_nobody.txt. Without the binary the suite stops with an error.
 #
 # Expects: CUDA toolkit, python3 with torch 2.11 (its headers, libpython), protobuf 3.21 and
 # protoc, cmake, ninja. What ../shared and Debian would give is carried in .gpu-carry (filled by
@@ -76,6 +77,26 @@ if [[ ${MPS:-0} == 1 ]]; then
   }
   trap stop_mps EXIT
   echo "MPS: control daemon started (pipe $CUDA_MPS_PIPE_DIRECTORY)" >> "$OUT/machine.txt"
+  # Does the daemon take control commands from another user than its own (a candidate runs as
+  # nobody under the worker)? A read-only one: the server list (docs/operations.md, "MPS").
+  "$PY" - > "$OUT/mps_control_as_nobody.txt" 2>&1 <<'PY'
+import os, pwd, subprocess
+nobody = pwd.getpwnam("nobody")
+def drop():
+    os.setgroups([])
+    os.setgid(nobody.pw_gid)
+    os.setuid(nobody.pw_uid)
+try:
+    r = subprocess.run(["nvidia-cuda-mps-control"], input="get_server_list\n", text=True,
+                       capture_output=True, timeout=20, preexec_fn=drop,
+                       env={"CUDA_MPS_PIPE_DIRECTORY": os.environ["CUDA_MPS_PIPE_DIRECTORY"],
+                            "PATH": os.environ.get("PATH", "")})
+    print("as nobody: get_server_list exit", r.returncode, "stdout", repr(r.stdout[:200]),
+          "stderr", repr(r.stderr[:200]))
+except Exception as e:
+    print("as nobody: get_server_list failed to run:", repr(e))
+PY
+  cat "$OUT/mps_control_as_nobody.txt" >> "$OUT/machine.txt"
 fi
 
 start=$(date +%s)
