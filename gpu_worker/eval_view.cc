@@ -76,9 +76,10 @@ absl::Status AddEnginePaths(const std::string& eval_binary, const std::string& c
     std::string dir = mps;
     while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
     struct stat st;
-    const bool shared = dir == "/" || dir == "/tmp" || dir == "/run" || dir == "/var/run" ||
-                        dir == "/dev" || dir == "/dev/shm" || dir == "/var/tmp";
-    if (dir[0] != '/' || shared || stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    // What a view may hold at all (not /, /tmp, /dev...), and not the other shared ones.
+    const bool shared =
+        !CheckViewPath(dir).ok() || dir == "/run" || dir == "/var/run" || dir == "/var/tmp";
+    if (shared || stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
       return absl::FailedPreconditionError(
           "CUDA_MPS_PIPE_DIRECTORY=" + std::string(mps) +
           " must be an existing absolute directory of the MPS daemon's own (such as "

@@ -45,13 +45,10 @@ SandboxPolicy PolicyFor(const WorkerOptions& options) {
 // view holds that directory, read-only: eval_view.h).
 std::vector<std::string> ExtraEnv(bool build_only = false) {
   std::vector<std::string> env = CudaToolkitEnv();
-  for (const char* name :
-       {"KFORGE_PYTHONPATH", "CUDA_VISIBLE_DEVICES", "TORCH_CUDA_ARCH_LIST",
-        "KFORGE_SHARE_REFERENCE", "KFORGE_CHANNEL_SPIN_US", "CUDA_MPS_PIPE_DIRECTORY"}) {
-    if (build_only && (std::string(name) == "CUDA_VISIBLE_DEVICES" ||
-                       std::string(name) == "CUDA_MPS_PIPE_DIRECTORY")) {
-      continue;
-    }
+  std::vector<const char*> names = {"KFORGE_PYTHONPATH", "TORCH_CUDA_ARCH_LIST",
+                                    "KFORGE_SHARE_REFERENCE", "KFORGE_CHANNEL_SPIN_US"};
+  if (!build_only) names.insert(names.end(), {"CUDA_VISIBLE_DEVICES", "CUDA_MPS_PIPE_DIRECTORY"});
+  for (const char* name : names) {
     if (const char* v = std::getenv(name)) env.push_back(std::string(name) + "=" + v);
   }
   if (build_only) env.push_back("CUDA_VISIBLE_DEVICES=");  // builds never touch a GPU

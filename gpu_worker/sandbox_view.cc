@@ -151,6 +151,8 @@ struct Bind {
 
 }  // namespace
 
+absl::Status CheckViewPath(const std::string& path) { return CheckPath(path, false); }
+
 absl::StatusOr<std::vector<MountStep>> PlanView(const SandboxView& view,
                                                 const std::string& scratch,
                                                 const PathProbe& probe) {

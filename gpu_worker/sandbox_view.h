@@ -83,6 +83,11 @@ class SystemPathProbe : public PathProbe {
 // The steps, in order, that build `view` for a child whose scratch directory is `scratch`
 // (writable). INVALID_ARGUMENT for a path that is relative, contains "." or "..", is "/", or
 // lies under /proc or /dev (devices belong in `devices`).
+// OK when `path` may be one of a view's read-only or read-write paths: absolute, without . or
+// .., and not the root, /proc, /dev or the host's /tmp (which the view replaces); PlanView
+// refuses a view that names another. INVALID_ARGUMENT saying why otherwise.
+absl::Status CheckViewPath(const std::string& path);
+
 absl::StatusOr<std::vector<MountStep>> PlanView(const SandboxView& view,
                                                 const std::string& scratch,
                                                 const PathProbe& probe);

@@ -321,9 +321,14 @@ def kforge_fields(r, wall_s):
     return {"kforge_" + k: v for k, v in out.items()}
 
 
+def lanes_overlap(args):
+    """Whether GPU turns overlap (--kforge-lanes above 1, --kb-lanes): verdicts only."""
+    return args.kforge_lanes > 1 or args.kb_lanes > 0
+
+
 def lanes_field(args):
     """Rows of a run whose GPU turns overlapped say so: their speedups are not timing results."""
-    if args.kforge_lanes <= 1 and args.kb_lanes == 0:
+    if not lanes_overlap(args):
         return {}
     return {"gpu_lanes": {"kforge": args.kforge_lanes, "kb": args.kb_lanes}}
 
@@ -851,7 +856,7 @@ def disagreement(row):
 
 
 def shared_gpu_lines(args):
-    if args.kforge_lanes <= 1 and args.kb_lanes == 0:
+    if not lanes_overlap(args):
         return []
     return [f"lanes: kforge {args.kforge_lanes}, KB {args.kb_lanes or 'in kforge lanes'}: GPU "
             "turns overlapped, so the verdicts stand and no speedup or wall time is a timing "

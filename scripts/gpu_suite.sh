@@ -99,6 +99,13 @@ PY
   cat "$OUT/mps_control_as_nobody.txt" >> "$OUT/machine.txt"
 fi
 
+# As the worker does (gpu_worker/main.cc): the GPU's capability, so that load_inline builds
+# for it and the fork servers prepare their comparison kernels for it (compare.h).
+if [[ -z ${TORCH_CUDA_ARCH_LIST:-} ]]; then
+  cap=$("$PY" -c 'import torch; print("%d.%d" % torch.cuda.get_device_capability())' 2> /dev/null)
+  [[ -n $cap ]] && export TORCH_CUDA_ARCH_LIST=$cap
+fi
+
 start=$(date +%s)
 if (( unit )); then
   config=(-DKFORGE_BUILD_TESTS=ON -DKFORGE_GTEST_SOURCE="$GTEST_SOURCE")

@@ -338,6 +338,11 @@ bool HasPreparedCompareKernel(const std::string& arch, at::ScalarType type) {
   return PreparedKernels().count({arch, type}) > 0;
 }
 
+std::string PreparedCompareKernel(const std::string& arch, at::ScalarType type) {
+  auto it = PreparedKernels().find({arch, type});
+  return it == PreparedKernels().end() ? std::string() : it->second;
+}
+
 bool SharesMemory(const at::Tensor& a, const at::Tensor& b) {
   if (!a.defined() || !b.defined() || a.device() != b.device()) return false;
   if (!a.has_storage() || !b.has_storage()) return false;

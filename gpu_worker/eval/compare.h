@@ -57,8 +57,10 @@ std::string CompareKernelSource(at::ScalarType type);
 // left to be compiled when it is needed.
 int PrepareCompareKernels(const std::string& torch_arch_list);
 
-// Whether PrepareCompareKernels kept the kernel for `arch` ("sm_90") and `type`.
+// Whether PrepareCompareKernels kept the kernel for `arch` ("sm_90") and `type`, and that
+// kernel's cubin ("" when none).
 bool HasPreparedCompareKernel(const std::string& arch, at::ScalarType type);
+std::string PreparedCompareKernel(const std::string& arch, at::ScalarType type);
 
 // True when the two tensors' storages overlap (an output aliasing an input).
 bool SharesMemory(const at::Tensor& a, const at::Tensor& b);

@@ -140,6 +140,28 @@ TEST(CompareTest, TheForkServerPreparesTheUsualKernelsForItsArchitectures) {
   EXPECT_EQ(PrepareCompareKernels(""), 0);
 }
 
+TEST(CompareTest, APreparedKernelIsTheOneAnEvaluationWouldHaveCompiled) {
+  // The fork server's kernel decides correctness in every evaluation forked from it: it must be
+  // exactly what the evaluation compiles itself (no fused multiply-adds, so that an element on
+  // the tolerance boundary gets the host loop's decision), not merely a kernel of that name.
+  ASSERT_GE(PrepareCompareKernels("9.0"), 0);
+  const std::string prepared = PreparedCompareKernel("sm_90", at::kFloat);
+  ASSERT_FALSE(prepared.empty());
+  NvrtcCompileRequest req;
+  req.source = CompareKernelSource(at::kFloat);
+  req.name = "kforge_compare.cu";
+  req.arch = "sm_90";
+  req.options = {"--fmad=false"};
+  NvrtcCompileOutput same = CompileWithNvrtc(req);
+  ASSERT_TRUE(same.ok) << same.log;
+  EXPECT_EQ(prepared, same.cubin);
+  req.options = {};  // fused multiply-adds allowed: another kernel
+  NvrtcCompileOutput fmad = CompileWithNvrtc(req);
+  ASSERT_TRUE(fmad.ok) << fmad.log;
+  EXPECT_NE(prepared, fmad.cubin);
+  EXPECT_EQ(PreparedCompareKernel("sm_90", at::kInt), "");
+}
+
 TEST(CompareTest, PinnedHostMemoryTaggedAsCudaIsNotDeviceMemory) {
   EXPECT_TRUE(InDeviceMemory(at::zeros({4})));  // not a CUDA tensor
   if (!HaveGpu()) GTEST_SKIP() << "no GPU";

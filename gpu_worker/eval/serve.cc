@@ -138,7 +138,8 @@ int Serve(const ServeOptions& options) {
   // The comparison kernels, compiled once here rather than in every evaluation (compare.h):
   // for the GPU the worker names (it sets TORCH_CUDA_ARCH_LIST from the slot's device).
   if (const char* arch_list = std::getenv("TORCH_CUDA_ARCH_LIST"); arch_list && *arch_list) {
-    PrepareCompareKernels(arch_list);
+    std::fprintf(stderr, "kforge-eval --serve: %d comparison kernels prepared for %s\n",
+                 PrepareCompareKernels(arch_list), arch_list);
   }
   EngineContext context;
   context.cache_dir = options.cache_dir;

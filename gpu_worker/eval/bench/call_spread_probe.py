@@ -47,7 +47,8 @@ def child(corpus, name, samples, cupti_first=False):
             model(*inputs)
             torch.cuda.synchronize()
             ts.append((time.perf_counter() - t) * 1e3)
-    print(json.dumps(dict(task=name, cupti_first=cupti_first, median_ms=round(statistics.median(ts), 4),
+    print(json.dumps(dict(task=name, cupti_first=cupti_first,
+                          median_ms=round(statistics.median(ts), 4),
                           first20_ms=round(statistics.median(ts[:20]), 4),
                           last20_ms=round(statistics.median(ts[-20:]), 4))), flush=True)
 
