@@ -6,13 +6,21 @@
 #include <c10/cuda/CUDAStream.h>
 #include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
 #include <map>
 #include <sstream>
 #include <stdexcept>
+#include <vector>
 
 #include "gpu_worker/eval/compare_element.h"
 #include "gpu_worker/eval/cuda_driver.h"
@@ -305,10 +313,13 @@ std::string CompareKernelSource(at::ScalarType type) {
          kCompareKernels + "KFORGE_COMPARE_KERNEL(kforge_compare, " + ctype + ")\n";
 }
 
-int PrepareCompareKernels(const std::string& torch_arch_list) {
-  int compiled = 0;
-  // Entries separated by spaces or semicolons, as torch reads them: "9.0", "9.0+PTX", "8.6";
-  // the digits before and after the dot (named architectures are left out).
+namespace {
+
+// The architectures ("sm_90") named by `torch_arch_list`: entries separated by spaces or
+// semicolons, as torch reads them ("9.0", "9.0+PTX", "8.6"); the digits before and after the
+// dot (named architectures are left out).
+std::vector<std::string> ArchesOf(const std::string& torch_arch_list) {
+  std::vector<std::string> arches;
   std::string separated = torch_arch_list;
   std::replace(separated.begin(), separated.end(), ';', ' ');
   std::stringstream list(separated);
@@ -322,14 +333,88 @@ int PrepareCompareKernels(const std::string& torch_arch_list) {
         minor.empty() || !std::isdigit(static_cast<unsigned char>(minor[0]))) {
       continue;
     }
-    const std::string arch = "sm_" + major + minor;
-    for (at::ScalarType type : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16}) {
-      if (PreparedKernels().count({arch, type})) continue;
+    arches.push_back("sm_" + major + minor);
+  }
+  return arches;
+}
+
+bool WriteAll(int fd, const char* data, size_t n) {
+  while (n > 0) {
+    ssize_t w = write(fd, data, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    data += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+}  // namespace
+
+int PrepareCompareKernels(const std::string& torch_arch_list) {
+  const at::ScalarType kTypes[] = {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16};
+  std::vector<std::pair<std::string, at::ScalarType>> todo;
+  for (const std::string& arch : ArchesOf(torch_arch_list)) {
+    for (at::ScalarType type : kTypes) {
+      if (!PreparedKernels().count({arch, type}) &&
+          std::find(todo.begin(), todo.end(), std::make_pair(arch, type)) == todo.end()) {
+        todo.emplace_back(arch, type);
+      }
+    }
+  }
+  if (todo.empty()) return 0;
+  // NVRTC runs in a child that exits, never in this process: every evaluation is forked from
+  // here, and on the H200 (session 21, device call 1) every evaluation of a fork server that
+  // had run NVRTC itself found no CUDA device. The child writes each cubin as an 8-byte size
+  // and its bytes, in `todo`'s order (size 0: it did not compile).
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return 0;
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return 0;
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    for (const auto& [arch, type] : todo) {
       NvrtcCompileOutput nv = CompileCompareKernel(arch, type);
-      if (!nv.ok || nv.cubin.empty()) continue;
-      PreparedKernels()[{arch, type}] = std::move(nv.cubin);
+      uint64_t size = nv.ok ? nv.cubin.size() : 0;
+      if (!WriteAll(fds[1], reinterpret_cast<const char*>(&size), sizeof size) ||
+          !WriteAll(fds[1], nv.cubin.data(), size)) {
+        _exit(1);
+      }
+    }
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string out;
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = read(fds[0], buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  int compiled = 0;
+  size_t at = 0;
+  for (const auto& key : todo) {
+    uint64_t size = 0;
+    if (out.size() - at < sizeof size) break;  // the child died before this one
+    std::memcpy(&size, out.data() + at, sizeof size);
+    at += sizeof size;
+    if (out.size() - at < size) break;
+    if (size > 0) {
+      PreparedKernels()[key] = out.substr(at, size);
       ++compiled;
     }
+    at += size;
   }
   return compiled;
 }

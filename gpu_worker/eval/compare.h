@@ -52,9 +52,10 @@ std::string CompareKernelSource(at::ScalarType type);
 // form: "9.0", "8.0;9.0+PTX") and keeps them in this process's memory. A process forked from
 // this one then loads them instead of compiling its own (about 0.1 s an evaluation): the fork
 // server calls it at its start, before any request (serve.h). Needs no GPU and no CUDA
-// context. Never from a file: the cubin cache is writable by candidates, and a planted kernel
-// would decide correctness. Returns how many kernels it compiled; one that fails to compile is
-// left to be compiled when it is needed.
+// context; NVRTC runs in a child process that exits, so that nothing of it is in the process
+// the evaluations are forked from. Never from a file: the cubin cache is writable by candidates,
+// and a planted kernel would decide correctness. Returns how many kernels it compiled; one that
+// fails to compile is left to be compiled when it is needed.
 int PrepareCompareKernels(const std::string& torch_arch_list);
 
 // Whether PrepareCompareKernels kept the kernel for `arch` ("sm_90") and `type`, and that

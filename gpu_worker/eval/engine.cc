@@ -384,11 +384,12 @@ class Evaluation {
       target_.cuda = true;
       target_.index = d.size() > 5 ? std::atoi(d.c_str() + 5) : 0;
       int count = 0;
-      if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+      if (cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess || count == 0) {
         cudaGetLastError();
         return Verdict{v1::VERDICT_RUNTIME_ERROR,
-                       "no CUDA device is available (use --device cpu on machines without a "
-                       "GPU)",
+                       std::string("no CUDA device is available (") +
+                           (e != cudaSuccess ? cudaGetErrorName(e) : "none found") +
+                           "; use --device cpu on machines without a GPU)",
                        "no_gpu"};
       }
       if (target_.index >= count) {
