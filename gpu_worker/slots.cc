@@ -1,6 +1,8 @@
 #include "gpu_worker/slots.h"
 
 #include <chrono>
+#include <string>
+#include <thread>
 #include <utility>
 
 #include "common/base/log.h"
@@ -75,7 +77,7 @@ void Slots::RunSlot(int slot) {
                                    {"device", device},
                                    {"built_ahead", work->built_ahead ? "true" : "false"}});
     auto t0 = Clock::now();
-    v1::EvalResult result = evaluator_.Evaluate(lease.request(), device, nullptr);
+    v1::EvalResult result = Evaluate(lease, device);
     double secs = std::chrono::duration<double>(Clock::now() - t0).count();
     duration_.Observe(secs);
     ObserveStages(result, stages_);
@@ -90,6 +92,31 @@ void Slots::RunSlot(int slot) {
     evaluations_.Add({{"verdict", VerdictName(result.verdict())}}).Increment();
     leases_.Answer(lease.lease_id(), std::move(result), writer_);
   }
+}
+
+v1::EvalResult Slots::Evaluate(const v1::Lease& lease, const std::string& device) {
+  v1::EvalResult result = evaluator_.Evaluate(lease.request(), device, nullptr);
+  if (device == "cpu") return result;
+  double waited_s = 0;
+  size_t tries = 1;
+  for (double delay : no_gpu_retry_delays_s_) {
+    if (result.rule() != "no_gpu") return result;
+    LogWarning("the slot's GPU was not available; trying the evaluation again",
+               {{"lease_id", lease.lease_id()},
+                {"device", device},
+                {"reason", result.reason()},
+                {"in_s", std::to_string(delay)}});
+    std::this_thread::sleep_for(std::chrono::duration<double>(delay));
+    waited_s += delay;
+    ++tries;
+    result = evaluator_.Evaluate(lease.request(), device, nullptr);
+  }
+  if (result.rule() == "no_gpu" && tries > 1) {
+    result.set_reason(result.reason() + " [the slot's GPU was unavailable in " +
+                      std::to_string(tries) + " tries over " +
+                      std::to_string(static_cast<int>(waited_s)) + " s]");
+  }
+  return result;
 }
 
 }  // namespace kforge

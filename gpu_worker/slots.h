@@ -11,6 +11,7 @@
 
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "gpu_worker/evaluator.h"
@@ -40,11 +41,20 @@ class Slots {
   Slots(const Slots&) = delete;
   Slots& operator=(const Slots&) = delete;
 
+  // How long a slot waits before each further try of an evaluation whose engine found no CUDA
+  // device on a GPU slot (rule no_gpu: before any candidate code ran, so the candidate did not
+  // cause it; an MPS server recovering from another client's fault answers so for a while). The
+  // last try's result is answered, its reason saying how many tries failed. Set before Start().
+  void set_no_gpu_retry_delays_s(std::vector<double> delays) {
+    no_gpu_retry_delays_s_ = std::move(delays);
+  }
+
   void Start();
   void Join();
 
  private:
   void RunSlot(int slot);
+  v1::EvalResult Evaluate(const v1::Lease& lease, const std::string& device);
 
   LeaseQueue& leases_;
   Evaluator& evaluator_;
@@ -55,6 +65,7 @@ class Slots {
   prometheus::Gauge& busy_;
   prometheus::Histogram& duration_;
   prometheus::Family<prometheus::Histogram>& stages_;
+  std::vector<double> no_gpu_retry_delays_s_ = {1, 2, 4};
   std::vector<std::thread> threads_;
 };
 
