@@ -87,12 +87,12 @@ def encode_request(task_source, candidate_source, device="cuda", dialect="", see
 class Server:
     """One `kforge-eval --serve stdio --answer json` process; evaluate() is one request."""
 
-    def __init__(self, eval_binary, cache_dir="", env=None):
+    def __init__(self, eval_binary, cache_dir="", env=None, stderr=None):
         cmd = [eval_binary, "--serve", "stdio", "--answer", "json"]
         if cache_dir:
             cmd += ["--cache-dir", cache_dir]
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     env=env)
+                                     stderr=stderr, env=env)
 
     def evaluate(self, **request):
         data = encode_request(**request)
