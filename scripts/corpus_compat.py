@@ -61,6 +61,11 @@ GPU turn: kind, round, candidate, start, seconds), and compat_table.txt a `repea
   over the kforge GPU-turn seconds. A lower bound: it counts only the timed samples' device
   spans (median x n, not their sum), not warm-ups, correctness trials, the L2 flushes or the
   pre-roll, and nothing of evaluations that did not end `ok`;
+- GPU utilisation by NVML during kforge's GPU turns: on a GPU, `nvidia-smi` samples the
+  device's utilisation (the fraction of time any kernel ran, NVML's own window) every 100 ms
+  for the whole run; the mean of the readings taken inside kforge's turns. An upper bound
+  beside the lower one: it counts the pre-rolls, flushes, warm-ups and correctness trials, and
+  the window of a reading can reach past a turn's ends;
 - kforge / KB: for the same candidates with KB correct, per clock the median of kforge's N
   speedups over KB's speedup; median and range.
 The result fields (EvalResult 22-33, TimingStats 16-18) are read under their proto names, as
@@ -994,7 +999,52 @@ def device_busy_ms(ev):
     return total
 
 
-def repeats_summary(args, rows, turn_log, wall_s, back_to_back):
+class UtilizationSampler:
+    """`nvidia-smi`'s GPU utilisation every 100 ms while the run lasts, as (seconds since the
+    run's start, percent); nothing where there is no nvidia-smi."""
+
+    def __init__(self, t0, device_index=0, binary="nvidia-smi"):
+        self.t0, self.readings, self.proc = t0, [], None
+        try:
+            self.proc = subprocess.Popen(
+                [binary, "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits",
+                 "-lms", "100", "-i", str(device_index)],
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        except OSError:
+            return
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            value = parse_utilization(line)
+            if value is not None:
+                self.readings.append((time.time() - self.t0, value))
+
+    def stop(self):
+        if self.proc:
+            self.proc.kill()
+            self.proc.wait()
+        return list(self.readings)
+
+
+def parse_utilization(line):
+    """A percent from one line of `nvidia-smi --query-gpu=utilization.gpu --format=csv,
+    noheader,nounits` ("37"), else None ("[N/A]", a blank line, an error)."""
+    try:
+        value = float(line.strip())
+    except ValueError:
+        return None
+    return value if 0 <= value <= 100 else None
+
+
+def utilization_in_turns(turn_log, readings):
+    """The mean of the utilisation readings taken inside kforge's GPU turns, and their count."""
+    spans = [(t["at_s"], t["at_s"] + t["turn_s"]) for t in turn_log if t["kind"] == "kforge"]
+    inside = [u for at, u in readings if any(a <= at <= b for a, b in spans)]
+    return (sum(inside) / len(inside) if inside else None), len(inside)
+
+
+def repeats_summary(args, rows, turn_log, wall_s, back_to_back, utilization=()):
     """What --repeats N measured (issue 14 points 2-4); see the module's docstring."""
     n = args.repeats
     kf_turns = [t for t in turn_log if t["kind"] == "kforge"]
@@ -1059,6 +1109,8 @@ def repeats_summary(args, rows, turn_log, wall_s, back_to_back):
         evals_per_hour_run_wall=((len(kf_turns) + from_build_ahead) * 3600 / wall_s
                                  if wall_s else None),
         gpu_busy_lower_bound=(busy_s / turn_s if turn_s else None), gpu_busy_timed_s=busy_s,
+        gpu_utilization_in_turns=dict(zip(("mean_percent", "readings"),
+                                          utilization_in_turns(turn_log, utilization))),
         kforge_over_kb={c: range_stats(v) for c, v in kb_ratio.items()},
         candidates=complete)
 
@@ -1100,6 +1152,12 @@ def repeats_table(s):
                  f"turns in {e['gpu_turn_s']:.0f} s); with the {e['from_build_ahead']} decided "
                  f"by the build ahead {per_ba}; per hour of the whole run's wall {per_wall}")
     lines.append(f"GPU busy with timed samples (lower bound): {pct(s['gpu_busy_lower_bound'])}")
+    u = s.get("gpu_utilization_in_turns") or {}
+    if u.get("readings"):
+        lines.append(f"GPU utilisation by NVML during kforge's turns (counts pre-rolls, flushes,"
+                     f" trials): {u['mean_percent']:.1f}% over {u['readings']} readings")
+    else:
+        lines.append("GPU utilisation by NVML during kforge's turns: no readings")
     for c, st in s["kforge_over_kb"].items():
         lines.append(f"kforge {c} / KB speedup: " + (
             f"median {st['median']:.2f}, range {st['min']:.2f}-{st['max']:.2f} over "
@@ -1242,12 +1300,16 @@ def main(argv):
         for _ in range(min(args.kb_builders, kb_todo.qsize())):
             start(kb_prebuilder, kb_todo, kb_ready)
         start(kb_feeder, kb_ready, sum(kb_runs(args, c) for c in cands))
+    sampler = None
+    if args.device.startswith("cuda") and shutil.which("nvidia-smi"):
+        sampler = UtilizationSampler(run.t0, int(args.device.partition(":")[2] or 0))
     lanes = ([run.gpu] * args.kforge_lanes) + ([run.gpu_kb] * args.kb_lanes)
     gpus = [threading.Thread(target=gpu_thread, args=(run, q), daemon=True) for q in lanes]
     for t in gpus:
         t.start()
     for t in gpus:
         t.join(timeout=max(1, run.left()) + 30)
+    utilization = sampler.stop() if sampler else []
     run.stopping.set()
     run.kill_all()
     for t in threads:
@@ -1262,7 +1324,8 @@ def main(argv):
     summary = dict(settings=settings, wall_s=wall_s, candidates=len(rows))
     text = table(run, rows, wall_s)
     if args.repeats > 1:
-        summary["repeats"] = repeats_summary(args, rows, run.turn_log, wall_s, run.back_to_back)
+        summary["repeats"] = repeats_summary(args, rows, run.turn_log, wall_s, run.back_to_back,
+                                             utilization)
         summary["gpu_turns"] = run.turn_log
         text += repeats_table(summary["repeats"])
     json.dump(summary, open(os.path.join(args.out, "compat_run.json"), "w"), indent=1)

@@ -212,3 +212,25 @@ def test_the_verdict_table_takes_no_answer_for_no_verdict(tmp_path):
     # is not (1_5, runs from before the reason said so).
     assert {n: r["kforge_verdict"] for n, r in got.items()} == {
         "1_1": "ok", "1_3": "incorrect", "1_4": "<no answer>", "1_5": "ok"}
+
+
+def test_nvml_utilization_is_read_from_nvidia_smi_and_kept_to_kforges_turns(tmp_path):
+    mod = load_module()
+    assert mod.parse_utilization("37\n") == 37.0
+    assert [mod.parse_utilization(x) for x in ("[N/A]", "", "150", "-3")] == [None] * 4
+    turns = [dict(kind="kforge", at_s=1.0, turn_s=1.0), dict(kind="kb", at_s=3.0, turn_s=1.0)]
+    readings = [(0.5, 90.0), (1.5, 40.0), (1.8, 60.0), (3.5, 99.0)]
+    assert mod.utilization_in_turns(turns, readings) == (50.0, 2)
+    assert mod.utilization_in_turns(turns, []) == (None, 0)
+    # A stand-in for nvidia-smi: the sampler reads its lines, skipping what is not a percent.
+    fake = tmp_path / "nvidia-smi"
+    fake.write_text("#!/bin/sh\nprintf '10\\n[N/A]\\n30\\n'\nexec sleep 30\n")
+    fake.chmod(0o755)
+    import time
+    sampler = mod.UtilizationSampler(time.time(), 0, binary=str(fake))
+    for _ in range(100):
+        if len(sampler.readings) == 2:
+            break
+        time.sleep(0.05)
+    assert [u for _, u in sampler.stop()] == [10.0, 30.0]
+    assert mod.UtilizationSampler(time.time(), 0, binary=str(tmp_path / "none")).stop() == []
