@@ -1,6 +1,7 @@
 #include "gpu_worker/slots.h"
 
 #include <chrono>
+#include <cstdio>
 #include <string>
 #include <thread>
 #include <utility>
@@ -46,6 +47,11 @@ Slots::Slots(LeaseQueue& leases, Evaluator& evaluator, ResultWriter& writer,
                     .Register(metrics)
                     .Add({}, prometheus::Histogram::BucketBoundaries{0.5, 1, 2, 5, 10, 30, 60, 120,
                                                                      300, 600})),
+      gpu_retries_(prometheus::BuildCounter()
+                       .Name("kforge_worker_gpu_unavailable_retries_total")
+                       .Help("Evaluations tried again because the slot's GPU was unavailable")
+                       .Register(metrics)
+                       .Add({})),
       stages_(prometheus::BuildHistogram()
                   .Name("kforge_worker_stage_seconds")
                   .Help("Engine stage durations (startup, build, correctness, timing)")
@@ -100,7 +106,7 @@ v1::EvalResult Slots::Evaluate(const v1::Lease& lease, const std::string& device
   double waited_s = 0;
   size_t tries = 1;
   for (double delay : no_gpu_retry_delays_s_) {
-    if (result.rule() != "no_gpu") return result;
+    if (result.rule() != "gpu_unavailable") return result;
     LogWarning("the slot's GPU was not available; trying the evaluation again",
                {{"lease_id", lease.lease_id()},
                 {"device", device},
@@ -109,12 +115,14 @@ v1::EvalResult Slots::Evaluate(const v1::Lease& lease, const std::string& device
     std::this_thread::sleep_for(std::chrono::duration<double>(delay));
     waited_s += delay;
     ++tries;
+    gpu_retries_.Increment();
     result = evaluator_.Evaluate(lease.request(), device, nullptr);
   }
-  if (result.rule() == "no_gpu" && tries > 1) {
+  if (result.rule() == "gpu_unavailable" && tries > 1) {
+    char waited[32];
+    std::snprintf(waited, sizeof waited, "%.1f", waited_s);
     result.set_reason(result.reason() + " [the slot's GPU was unavailable in " +
-                      std::to_string(tries) + " tries over " +
-                      std::to_string(static_cast<int>(waited_s)) + " s]");
+                      std::to_string(tries) + " tries over " + waited + " s]");
   }
   return result;
 }

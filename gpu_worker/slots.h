@@ -42,9 +42,11 @@ class Slots {
   Slots& operator=(const Slots&) = delete;
 
   // How long a slot waits before each further try of an evaluation whose engine found no CUDA
-  // device on a GPU slot (rule no_gpu: before any candidate code ran, so the candidate did not
-  // cause it; an MPS server recovering from another client's fault answers so for a while). The
-  // last try's result is answered, its reason saying how many tries failed. Set before Start().
+  // device on a GPU slot (rule gpu_unavailable, which only the engine's own device check sets,
+  // before any candidate code runs: the candidate cannot cause it; an MPS server recovering
+  // from another client's fault answers so for a while). Rule no_gpu, which a candidate's
+  // process can report, is never retried. The last try's result is answered, its reason saying
+  // how many tries failed. Set before Start().
   void set_no_gpu_retry_delays_s(std::vector<double> delays) {
     no_gpu_retry_delays_s_ = std::move(delays);
   }
@@ -64,6 +66,7 @@ class Slots {
   SlotMetrics* const slot_metrics_;
   prometheus::Gauge& busy_;
   prometheus::Histogram& duration_;
+  prometheus::Counter& gpu_retries_;
   prometheus::Family<prometheus::Histogram>& stages_;
   std::vector<double> no_gpu_retry_delays_s_ = {1, 2, 4};
   std::vector<std::thread> threads_;

@@ -81,6 +81,7 @@ import argparse
 import collections
 import contextlib
 import copy
+import datetime
 import hashlib
 import importlib.util
 import io
@@ -1007,7 +1008,7 @@ class UtilizationSampler:
         self.t0, self.readings, self.proc = t0, [], None
         try:
             self.proc = subprocess.Popen(
-                [binary, "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits",
+                [binary, "--query-gpu=timestamp,utilization.gpu", "--format=csv,noheader,nounits",
                  "-lms", "100", "-i", str(device_index)],
                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         except OSError:
@@ -1016,9 +1017,10 @@ class UtilizationSampler:
 
     def _read(self):
         for line in self.proc.stdout:
-            value = parse_utilization(line)
-            if value is not None:
-                self.readings.append((time.time() - self.t0, value))
+            reading = parse_utilization(line)
+            if reading is not None:  # stamped when nvidia-smi took it, not when it arrived
+                at, value = reading
+                self.readings.append(((at or time.time()) - self.t0, value))
 
     def stop(self):
         if self.proc:
@@ -1028,13 +1030,19 @@ class UtilizationSampler:
 
 
 def parse_utilization(line):
-    """A percent from one line of `nvidia-smi --query-gpu=utilization.gpu --format=csv,
-    noheader,nounits` ("37"), else None ("[N/A]", a blank line, an error)."""
+    """(epoch seconds or None, percent) from one line of `nvidia-smi --query-gpu=timestamp,
+    utilization.gpu --format=csv,noheader,nounits` ("2026/12/04 09:08:13.123, 37"; the
+    timestamp in this machine's local time), else None ("[N/A]", a blank line, an error)."""
+    stamp, _, percent = line.rpartition(",")
     try:
-        value = float(line.strip())
+        value = float(percent.strip())
     except ValueError:
         return None
-    return value if 0 <= value <= 100 else None
+    try:
+        at = datetime.datetime.strptime(stamp.strip(), "%Y/%m/%d %H:%M:%S.%f").timestamp()
+    except ValueError:
+        at = None
+    return (at, value) if 0 <= value <= 100 else None
 
 
 def utilization_in_turns(turn_log, readings):
@@ -1111,6 +1119,7 @@ def repeats_summary(args, rows, turn_log, wall_s, back_to_back, utilization=()):
         gpu_busy_lower_bound=(busy_s / turn_s if turn_s else None), gpu_busy_timed_s=busy_s,
         gpu_utilization_in_turns=dict(zip(("mean_percent", "readings"),
                                           utilization_in_turns(turn_log, utilization))),
+        lanes_overlap=lanes_overlap(args),
         kforge_over_kb={c: range_stats(v) for c, v in kb_ratio.items()},
         candidates=complete)
 
@@ -1154,8 +1163,9 @@ def repeats_table(s):
     lines.append(f"GPU busy with timed samples (lower bound): {pct(s['gpu_busy_lower_bound'])}")
     u = s.get("gpu_utilization_in_turns") or {}
     if u.get("readings"):
+        also = "; and other lanes' work" if s.get("lanes_overlap") else ""
         lines.append(f"GPU utilisation by NVML during kforge's turns (counts pre-rolls, flushes,"
-                     f" trials): {u['mean_percent']:.1f}% over {u['readings']} readings")
+                     f" trials{also}): {u['mean_percent']:.1f}% over {u['readings']} readings")
     else:
         lines.append("GPU utilisation by NVML during kforge's turns: no readings")
     for c, st in s["kforge_over_kb"].items():
@@ -1302,14 +1312,17 @@ def main(argv):
         start(kb_feeder, kb_ready, sum(kb_runs(args, c) for c in cands))
     sampler = None
     if args.device.startswith("cuda") and shutil.which("nvidia-smi"):
+        # nvidia-smi's index, which is CUDA's where CUDA_VISIBLE_DEVICES is not set
         sampler = UtilizationSampler(run.t0, int(args.device.partition(":")[2] or 0))
     lanes = ([run.gpu] * args.kforge_lanes) + ([run.gpu_kb] * args.kb_lanes)
     gpus = [threading.Thread(target=gpu_thread, args=(run, q), daemon=True) for q in lanes]
-    for t in gpus:
-        t.start()
-    for t in gpus:
-        t.join(timeout=max(1, run.left()) + 30)
-    utilization = sampler.stop() if sampler else []
+    try:
+        for t in gpus:
+            t.start()
+        for t in gpus:
+            t.join(timeout=max(1, run.left()) + 30)
+    finally:
+        utilization = sampler.stop() if sampler else []
     run.stopping.set()
     run.kill_all()
     for t in threads:

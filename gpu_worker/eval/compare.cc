@@ -379,13 +379,17 @@ int PrepareCompareKernels(const std::string& torch_arch_list) {
   }
   if (pid == 0) {
     close(fds[0]);
-    for (const auto& [arch, type] : todo) {
-      NvrtcCompileOutput nv = CompileCompareKernel(arch, type);
-      uint64_t size = nv.ok ? nv.cubin.size() : 0;
-      if (!WriteAll(fds[1], reinterpret_cast<const char*>(&size), sizeof size) ||
-          !WriteAll(fds[1], nv.cubin.data(), size)) {
-        _exit(1);
+    try {
+      for (const auto& [arch, type] : todo) {
+        NvrtcCompileOutput nv = CompileCompareKernel(arch, type);
+        uint64_t size = nv.ok ? nv.cubin.size() : 0;
+        if (!WriteAll(fds[1], reinterpret_cast<const char*>(&size), sizeof size) ||
+            !WriteAll(fds[1], nv.cubin.data(), size)) {
+          _exit(1);
+        }
       }
+    } catch (...) {
+      _exit(2);
     }
     _exit(0);
   }
@@ -401,6 +405,12 @@ int PrepareCompareKernels(const std::string& torch_arch_list) {
   close(fds[0]);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::fprintf(stderr,
+                 "kforge: the child compiling the comparison kernels ended with status %d; "
+                 "the kernels it did not hand back are compiled when needed\n",
+                 status);
   }
   int compiled = 0;
   size_t at = 0;

@@ -390,7 +390,7 @@ class Evaluation {
                        std::string("no CUDA device is available (") +
                            (e != cudaSuccess ? cudaGetErrorName(e) : "none found") +
                            "; use --device cpu on machines without a GPU)",
-                       "no_gpu"};
+                       "gpu_unavailable"};
       }
       if (target_.index >= count) {
         return Verdict{v1::VERDICT_RUNTIME_ERROR,

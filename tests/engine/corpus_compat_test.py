@@ -2,7 +2,9 @@
 order of GPU turns (a ready KernelBench turn before kforge's first passes, so KB children cannot
 hold every --kb-prefetch slot while kforge's turns take the budget: session 11, call 2), and
 the table of where the timing stage went."""
+import datetime
 import json
+import time
 
 from check_util import load_script
 
@@ -216,21 +218,26 @@ def test_the_verdict_table_takes_no_answer_for_no_verdict(tmp_path):
 
 def test_nvml_utilization_is_read_from_nvidia_smi_and_kept_to_kforges_turns(tmp_path):
     mod = load_module()
-    assert mod.parse_utilization("37\n") == 37.0
-    assert [mod.parse_utilization(x) for x in ("[N/A]", "", "150", "-3")] == [None] * 4
+    at = datetime.datetime(2026, 12, 4, 9, 8, 13, 500000).timestamp()
+    assert mod.parse_utilization("2026/12/04 09:08:13.500, 37\n") == (at, 37.0)
+    assert mod.parse_utilization("37\n") == (None, 37.0)
+    assert [mod.parse_utilization(x) for x in ("x, [N/A]", "", "x, 150", "-3")] == [None] * 4
     turns = [dict(kind="kforge", at_s=1.0, turn_s=1.0), dict(kind="kb", at_s=3.0, turn_s=1.0)]
     readings = [(0.5, 90.0), (1.5, 40.0), (1.8, 60.0), (3.5, 99.0)]
     assert mod.utilization_in_turns(turns, readings) == (50.0, 2)
     assert mod.utilization_in_turns(turns, []) == (None, 0)
     # A stand-in for nvidia-smi: the sampler reads its lines, skipping what is not a percent.
     fake = tmp_path / "nvidia-smi"
-    fake.write_text("#!/bin/sh\nprintf '10\\n[N/A]\\n30\\n'\nexec sleep 30\n")
+    fake.write_text("#!/bin/sh\nprintf '2026/12/04 09:08:13.500, 10\\n"
+                    "2026/12/04 09:08:13.600, [N/A]\\n2026/12/04 09:08:13.700, 30\\n'\n"
+                    "exec sleep 30\n")
     fake.chmod(0o755)
-    import time
     sampler = mod.UtilizationSampler(time.time(), 0, binary=str(fake))
     for _ in range(100):
         if len(sampler.readings) == 2:
             break
         time.sleep(0.05)
-    assert [u for _, u in sampler.stop()] == [10.0, 30.0]
+    got = sampler.stop()
+    assert [u for _, u in got] == [10.0, 30.0]
+    assert abs(got[1][0] - got[0][0] - 0.2) < 1e-6, "stamped by nvidia-smi's clock"
     assert mod.UtilizationSampler(time.time(), 0, binary=str(tmp_path / "none")).stop() == []

@@ -15,8 +15,8 @@ Exits 1 on the first failed check.
 """
 import argparse
 import os
-import subprocess
 import tempfile
+import time
 
 import serve_client
 from check_util import ROOT, TINY_RELU_TASK, check
@@ -28,16 +28,18 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--eval", required=True)
     args = p.parse_args()
-    with tempfile.TemporaryDirectory(prefix="kforge-prepared-") as cache:
+    with tempfile.TemporaryDirectory(prefix="kforge-prepared-") as cache, \
+            open(os.path.join(cache, "stderr"), "w+") as err:
         server = serve_client.Server(args.eval, cache,
                                      env=dict(os.environ, TORCH_CUDA_ARCH_LIST="9.0"),
-                                     stderr=subprocess.PIPE)
+                                     stderr=err)
         said = ""
-        for _ in range(50):  # the line comes before the server reads its first request
-            line = server.proc.stderr.readline().decode(errors="replace")
-            if not line or "comparison kernels prepared" in line:
-                said = line.strip()
-                break
+        deadline = time.time() + 120  # the line comes before the server reads a request
+        while not said and time.time() < deadline and server.proc.poll() is None:
+            time.sleep(0.1)
+            err.seek(0)
+            said = next((line.strip() for line in err if "comparison kernels prepared" in line),
+                        "")
         check(said.endswith("4 comparison kernels prepared for 9.0"),
               f"the server prepared 4 kernels for 9.0 ({said!r})")
         # /proc/PID/stat fields 14-17: utime, stime, cutime, cstime (children waited for).
@@ -50,7 +52,6 @@ def main():
                             candidate_source=open(CORRECT).read(), device="cpu")
         check(r["verdict"] == "ok",
               f"an evaluation forked from it is ok ({r['verdict']}: {r.get('reason')})")
-        server.proc.stderr.close()
         check(server.close() == 0, "the fork server ended cleanly")
 
 
