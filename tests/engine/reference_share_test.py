@@ -9,7 +9,8 @@ the device clock's only):
      are too noisy to be kept), the first evaluation times the reference in full and each of
      the three after it gets its samples and either uses them (its reference's TimingStats say
      how many, its clock note from when, and it took fewer new reference samples than
-     candidate samples) or drops them (the drift check's 1% is tight for CPU timings on a busy
+     candidate samples; the samples it lists are those its statistics describe, the shared
+     ones first) or drops them (the drift check's 1% is tight for CPU timings on a busy
      machine; the unit tests in timing_test.cc cover both outcomes deterministically);
   3. another task's evaluation gets nothing shared;
   4. a client that puts a "reference" of its own in the request (1000 ms, which would make every
@@ -64,7 +65,7 @@ def main():
               f"steady task, first evaluation: ok, timed in full ({first['verdict']})")
         used = []
         for _ in range(3):
-            r = evaluate(server, STEADY_CANDIDATE, task=STEADY_TASK)
+            r = evaluate(server, STEADY_CANDIDATE, task=STEADY_TASK, keep_samples=True)
             note = r.get("timing_clock_note", "")
             check(r["verdict"] == "ok", f"steady task: ok ({r['verdict']}: {r.get('reason')})")
             check(("samples shared from an evaluation" in note) != ("reference was dropped" in note),
@@ -81,6 +82,15 @@ def main():
                   f"steady task: {shared(r)} shared and {new} new reference samples against "
                   f"{cnd['n']} candidate samples, reference median {ref['median_ms']:.3f} ms: "
                   f"{r.get('timing_clock_note')!r}")
+            # The samples returned are those the statistics describe, the shared ones first
+            # (session 22: they listed the new ones only, under an `n` that counted both).
+            listed = sorted(ref.get("samples_ms", []))
+            mid = len(listed) // 2
+            median = listed[mid] if len(listed) % 2 else (listed[mid - 1] + listed[mid]) / 2
+            check(len(listed) == ref["n"] and abs(median - ref["median_ms"]) < 1e-9,
+                  f"steady task: {len(listed)} samples listed for n={ref['n']} "
+                  f"({shared(r)} shared), their median {median:.6f} ms, the stated "
+                  f"{ref['median_ms']:.6f} ms")
         other = evaluate(server, CORRECT, task=OTHER_TASK)
         check(other["verdict"] == "ok" and shared(other) == 0,
               f"another task: nothing shared ({other['verdict']}, shared {shared(other)})")
