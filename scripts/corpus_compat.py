@@ -29,6 +29,8 @@ Writes OUT/compat.jsonl (one row per candidate: kforge verdict, rule, reason, sp
 stages, wall time; KB compiled, correctness, runtime, ref runtime, speedup), OUT/compat_run.json
 and OUT/compat_table.txt (kforge verdict x KB outcome, and the disagreements), printed last;
 OUT/compat_kb_logs/NAME.log holds the first 16 KiB each KB evaluation printed.
+`corpus_compat.py --summary-of OUT` prints the repeats section again from a finished run's
+compat.jsonl and compat_run.json.
 
 --repeats N (issue 14 points 2-4; default 1, which changes nothing above): every candidate
 kforge judged `ok` in the first pass is evaluated N-1 more times through the same fork server,
@@ -42,7 +44,9 @@ repeat, unprefixed, with `round`), compat_run.json `repeats` (below) and `gpu_tu
 GPU turn: kind, round, candidate, start, seconds), and compat_table.txt a `repeats` section:
 - spread: over the candidates whose N evaluations were all `ok`, per candidate max/min - 1 of
   `speedup`, `speedup_device` and `speedup_call` over its N runs; median, p90 (nearest rank),
-  max, count, and how many stayed within 1%;
+  max, count, and how many stayed within 1%; where the budget cut repeats, the same again
+  over every candidate with 2 to N evaluations, all `ok`, on a line of its own (never in
+  place of the N-run figure);
 - outside the first run's CI: the fraction of repeats whose speedup on a clock falls outside
   the first run's 95% interval for that clock: its `speedup_<clock>_ci_low/high` (results
   since session 12: widened by the clock's between-process spread), else `speedup_ci_low/high`
@@ -1064,19 +1068,25 @@ def repeats_summary(args, rows, turn_log, wall_s, back_to_back, utilization=()):
                 and not r.get("kforge_from_build_ahead")]
 
     spreads = {c: [] for c in ("speedup", "speedup_device", "speedup_call")}
+    # The same over every candidate with 2 or more evaluations, all ok, where the budget cut
+    # some repeats: what a shorter run measured, never in place of the N-run figure.
+    spreads_2 = {c: [] for c in spreads}
     outside = {c: [0, 0] for c in ("call", "device")}  # [outside, repeats with a CI to test]
     kb_ratio = {c: [] for c in ("speedup_device", "speedup_call")}
-    complete = []
+    complete, two_or_more = [], []
     for r in first_ok:
-        evs = evaluations(r)
-        if len(evs) < n or any(ev.get("verdict") != "ok" for ev in evs[:n]):
+        evs = evaluations(r)[:n]
+        if len(evs) < 2 or any(ev.get("verdict") != "ok" for ev in evs):
             continue
-        evs = evs[:n]
-        complete.append(r["name"])
+        two_or_more.append(r["name"])
+        if len(evs) == n:
+            complete.append(r["name"])
         for c in spreads:
             xs = [ev.get(c) for ev in evs]
             if all(x and x > 0 for x in xs):
-                spreads[c].append(max(xs) / min(xs) - 1)
+                spreads_2[c].append(max(xs) / min(xs) - 1)
+                if len(evs) == n:
+                    spreads[c].append(max(xs) / min(xs) - 1)
         for clock in outside:
             ci = ci_of(evs[0], clock)
             if ci is None:
@@ -1089,7 +1099,7 @@ def repeats_summary(args, rows, turn_log, wall_s, back_to_back, utilization=()):
         if kb_outcome(r) == "correct" and r.get("kb_speedup"):
             for c in kb_ratio:
                 xs = [ev.get(c) for ev in evs if ev.get(c)]
-                if len(xs) == n:
+                if len(xs) == len(evs):
                     kb_ratio[c].append(quantile(xs, 0.5) / r["kb_speedup"])
     caps = [capped(ev) for ev in ok_evs]
     caps = [c for c in caps if c is not None]
@@ -1102,6 +1112,8 @@ def repeats_summary(args, rows, turn_log, wall_s, back_to_back, utilization=()):
         repeats_planned=planned, repeats_run=ran, repeats_skipped_by_budget=planned - ran,
         repeats_back_to_back=back_to_back,
         spread={c: spread_stats(v) for c, v in spreads.items()},
+        candidates_two_or_more_ok=len(two_or_more),
+        spread_two_or_more={c: spread_stats(v) for c, v in spreads_2.items()},
         outside_first_ci={c: dict(outside=o, repeats=t, fraction=(o / t if t else None))
                           for c, (o, t) in outside.items()},
         capped=dict(capped=sum(caps), evaluations=len(caps),
@@ -1143,6 +1155,13 @@ def repeats_table(s):
                          f"({st['within_1pct']} within 1%)")
         else:
             lines.append(f"spread (max/min-1) of {c:15s} -")
+    if s.get("candidates_two_or_more_ok", 0) > s["candidates_all_ok"]:
+        lines.append(f"with 2 to {s['repeats']} evaluations, all ok (the budget cut the rest): "
+                     f"{s['candidates_two_or_more_ok']} candidates")
+        for c, st in s["spread_two_or_more"].items():
+            lines.append(f"  spread (max/min-1) of {c:15s} " + (
+                f"median {pct(st['median'])} p90 {pct(st['p90'])} max {pct(st['max'])} over "
+                f"{st['count']} ({st['within_1pct']} within 1%)" if st else "-"))
     for c, o in s["outside_first_ci"].items():
         lines.append(f"repeats outside the first run's 95% CI, {c} clock: {o['outside']}/"
                      f"{o['repeats']} ({pct(o['fraction'])})")
@@ -1267,9 +1286,28 @@ def gpu_compute_capability():
         return ""
 
 
+def summary_of(out_dir):
+    """The repeats table again from a finished run's compat.jsonl and compat_run.json (NVML's
+    readings are not kept: their saved mean is carried over)."""
+    rows = [json.loads(line) for line in open(os.path.join(out_dir, "compat.jsonl"))]
+    saved = json.load(open(os.path.join(out_dir, "compat_run.json")))
+    old = saved.get("repeats")
+    if not old:
+        print(f"corpus_compat: {out_dir} holds no --repeats run")
+        return 1
+    settings = argparse.Namespace(**saved["settings"])
+    s = repeats_summary(settings, rows, saved.get("gpu_turns", []), saved["wall_s"],
+                        old["repeats_back_to_back"])
+    s["gpu_utilization_in_turns"] = old.get("gpu_utilization_in_turns") or {}
+    print(repeats_table(s), end="")
+    return 0
+
+
 def main(argv):
     if argv[:1] == ["--kb-child"]:  # this script's own KB subprocesses
         return kb_child(argv[1])
+    if argv[:1] == ["--summary-of"]:
+        return summary_of(argv[1])
     args = parse_args(argv)
     if args.fresh:
         shutil.rmtree(args.work_dir, ignore_errors=True)
