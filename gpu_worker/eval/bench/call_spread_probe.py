@@ -9,6 +9,16 @@ Prints one JSON line per process and a spread (max/min - 1) of the medians per t
 
   call_spread_probe.py --corpus cudal1_a100.jsonl --tasks 1_92,2_12 [--procs 4] [--samples 200]
       [--cupti-first]   (CUPTI's activity tracing on for 5 calls and off again before timing)
+      [--spans]         (also the device time, three ways, in the same processes)
+
+--spans (session 22: kforge's device clock moved by 2-8% between processes on programs of a
+few microseconds, where a bare CUDA-graph replay moved by 0.1-1.9%; is it the method or
+kforge?) adds, per process, after the call samples: `span_ms`, kforge's method without kforge
+(flush, drain, a `torch.cuda._sleep` pre-roll of about 1 ms holding the GPU while one forward
+is launched behind it, the span from the forward's first GPU activity to its last, from
+torch.profiler's CUPTI trace); `span_noflush_ms`, the same without the flush; `graph_ms`, one
+CUDA-graph replay of 10 back-to-back calls timed with events behind the same pre-roll, per
+call. The spread over processes of each is printed per task.
 """
 import argparse
 import json
@@ -18,7 +28,68 @@ import sys
 import time
 
 
-def child(corpus, name, samples, cupti_first=False):
+def device_times(model, inputs, flush, samples):
+    """Per-process medians of the device time of one forward, three ways (see --spans)."""
+    import os
+    import tempfile
+    import torch
+    from span_probe import split_samples
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    e0.record()
+    torch.cuda._sleep(1_000_000)
+    e1.record()
+    torch.cuda.synchronize()
+    cycles = int(1_000_000 / e0.elapsed_time(e1))  # a pre-roll of about 1 ms
+    out = {}
+    for key, flushed in (("span_ms", True), ("span_noflush_ms", False)):
+        names = []
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
+                                                torch.profiler.ProfilerActivity.CUDA]) as prof:
+            for i in range(samples):
+                if flushed:
+                    flush.zero_()
+                torch.cuda.synchronize()
+                torch.cuda._sleep(cycles)
+                name = f"kforge_span_{key}_{i}"
+                with torch.profiler.record_function(name):
+                    model(*inputs)
+                torch.cuda.synchronize()
+                names.append(name)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "trace.json")
+            prof.export_chrome_trace(path)
+            parts = split_samples(json.load(open(path)), set(names))
+        spans = [parts[n]["span"] for n in names[5:] if n in parts]
+        out[key] = round(statistics.median(spans), 5) if spans else None
+    try:
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for _ in range(3):
+                model(*inputs)
+        torch.cuda.current_stream().wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(10):
+                model(*inputs)
+        per_call = []
+        for _ in range(max(10, samples // 4)):
+            torch.cuda.synchronize()
+            torch.cuda._sleep(cycles)
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            e0.record()
+            graph.replay()
+            e1.record()
+            torch.cuda.synchronize()
+            per_call.append(e0.elapsed_time(e1) / 10)
+        out["graph_ms"] = round(statistics.median(per_call), 5)
+    except Exception as e:  # a forward that cannot be captured
+        out["graph_ms"] = None
+        out["graph_error"] = repr(e)[:200]
+    return out
+
+
+def child(corpus, name, samples, cupti_first=False, spans=False):
     import torch
     row = next(d for d in map(json.loads, open(corpus))
                if f"{d['level_id']}_{d['task_id']}" == name)
@@ -47,10 +118,12 @@ def child(corpus, name, samples, cupti_first=False):
             model(*inputs)
             torch.cuda.synchronize()
             ts.append((time.perf_counter() - t) * 1e3)
+        extra = device_times(model, inputs, flush, samples) if spans else {}
     print(json.dumps(dict(task=name, cupti_first=cupti_first,
                           median_ms=round(statistics.median(ts), 4),
                           first20_ms=round(statistics.median(ts[:20]), 4),
-                          last20_ms=round(statistics.median(ts[-20:]), 4))), flush=True)
+                          last20_ms=round(statistics.median(ts[-20:]), 4), **extra)),
+          flush=True)
 
 
 def main():
@@ -61,22 +134,30 @@ def main():
     p.add_argument("--samples", type=int, default=200)
     p.add_argument("--cupti-first", action="store_true",
                    help="trace a few calls with CUPTI (torch.profiler) before timing")
+    p.add_argument("--spans", action="store_true",
+                   help="also the device time of one forward three ways (module docstring)")
     p.add_argument("--child", default="")
     a = p.parse_args()
     if a.child:
-        return child(a.corpus, a.child, a.samples, a.cupti_first)
+        return child(a.corpus, a.child, a.samples, a.cupti_first, a.spans)
+    keys = ["median_ms"] + (["span_ms", "span_noflush_ms", "graph_ms"] if a.spans else [])
     for name in a.tasks.split(","):
-        medians = []
+        rows = []
         for _ in range(a.procs):
             out = subprocess.run([sys.executable, __file__, "--corpus", a.corpus, "--tasks", name,
                                   "--samples", str(a.samples), "--child", name]
-                                 + (["--cupti-first"] if a.cupti_first else []),
-                                 capture_output=True, text=True, timeout=120)
+                                 + (["--cupti-first"] if a.cupti_first else [])
+                                 + (["--spans"] if a.spans else []),
+                                 capture_output=True, text=True, timeout=180)
             line = (out.stdout.strip().splitlines() or ["{}"])[-1]
-            print(line, flush=True)
-            medians.append(json.loads(line).get("median_ms") or float("nan"))
-        print(json.dumps(dict(task=name, spread=round(max(medians) / min(medians) - 1, 4),
-                              medians=medians)), flush=True)
+            print(line if line != "{}" else json.dumps(dict(task=name, error=out.stderr[-300:])),
+                  flush=True)
+            rows.append(json.loads(line) if line.startswith("{") else {})
+        summary = dict(task=name)
+        for k in keys:
+            v = [r[k] for r in rows if r.get(k)]
+            summary[k] = dict(spread=round(max(v) / min(v) - 1, 4) if v else None, values=v)
+        print(json.dumps(summary), flush=True)
 
 
 if __name__ == "__main__":
