@@ -10,6 +10,7 @@ Prints one JSON line per process and a spread (max/min - 1) of the medians per t
   call_spread_probe.py --corpus cudal1_a100.jsonl --tasks 1_92,2_12 [--procs 4] [--samples 200]
       [--cupti-first]   (CUPTI's activity tracing on for 5 calls and off again before timing)
       [--spans]         (also the device time, three ways, in the same processes)
+      [--program cand]  (the candidate's ModelNew instead of the task's Model)
 
 --spans (session 22: kforge's device clock moved by 2-8% between processes on programs of a
 few microseconds, where a bare CUDA-graph replay moved by 0.1-1.9%; is it the method or
@@ -89,14 +90,16 @@ def device_times(model, inputs, flush, samples):
     return out
 
 
-def child(corpus, name, samples, cupti_first=False, spans=False):
+def child(corpus, name, samples, cupti_first=False, spans=False, program="ref"):
     import torch
     row = next(d for d in map(json.loads, open(corpus))
                if f"{d['level_id']}_{d['task_id']}" == name)
     ns = {}
     exec(compile(row["ref_code"], "task.py", "exec"), ns)
+    if program == "cand":  # the candidate's module beside the task's, as KernelBench loads it
+        exec(compile(row["custom_code"], "candidate.py", "exec"), ns)
     torch.manual_seed(42)
-    model = ns["Model"](*ns["get_init_inputs"]()).cuda()
+    model = ns["Model" if program == "ref" else "ModelNew"](*ns["get_init_inputs"]()).cuda()
     inputs = [x.cuda() if torch.is_tensor(x) else x for x in ns["get_inputs"]()]
     flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size // 4,
                         device="cuda")
@@ -119,7 +122,7 @@ def child(corpus, name, samples, cupti_first=False, spans=False):
             torch.cuda.synchronize()
             ts.append((time.perf_counter() - t) * 1e3)
         extra = device_times(model, inputs, flush, samples) if spans else {}
-    print(json.dumps(dict(task=name, cupti_first=cupti_first,
+    print(json.dumps(dict(task=name, program=program, cupti_first=cupti_first,
                           median_ms=round(statistics.median(ts), 4),
                           first20_ms=round(statistics.median(ts[:20]), 4),
                           last20_ms=round(statistics.median(ts[-20:]), 4), **extra)),
@@ -136,16 +139,19 @@ def main():
                    help="trace a few calls with CUPTI (torch.profiler) before timing")
     p.add_argument("--spans", action="store_true",
                    help="also the device time of one forward three ways (module docstring)")
+    p.add_argument("--program", default="ref", choices=("ref", "cand"),
+                   help="time the task's Model (ref) or the candidate's ModelNew (cand)")
     p.add_argument("--child", default="")
     a = p.parse_args()
     if a.child:
-        return child(a.corpus, a.child, a.samples, a.cupti_first, a.spans)
+        return child(a.corpus, a.child, a.samples, a.cupti_first, a.spans, a.program)
     keys = ["median_ms"] + (["span_ms", "span_noflush_ms", "graph_ms"] if a.spans else [])
     for name in a.tasks.split(","):
         rows = []
         for _ in range(a.procs):
             out = subprocess.run([sys.executable, __file__, "--corpus", a.corpus, "--tasks", name,
-                                  "--samples", str(a.samples), "--child", name]
+                                  "--samples", str(a.samples), "--program", a.program,
+                                  "--child", name]
                                  + (["--cupti-first"] if a.cupti_first else [])
                                  + (["--spans"] if a.spans else []),
                                  capture_output=True, text=True, timeout=180)
@@ -153,7 +159,7 @@ def main():
             print(line if line != "{}" else json.dumps(dict(task=name, error=out.stderr[-300:])),
                   flush=True)
             rows.append(json.loads(line) if line.startswith("{") else {})
-        summary = dict(task=name)
+        summary = dict(task=name, program=a.program)
         for k in keys:
             v = [r[k] for r in rows if r.get(k)]
             summary[k] = dict(spread=round(max(v) / min(v) - 1, 4) if v else None, values=v)
