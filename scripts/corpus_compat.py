@@ -44,9 +44,9 @@ repeat, unprefixed, with `round`), compat_run.json `repeats` (below) and `gpu_tu
 GPU turn: kind, round, candidate, start, seconds), and compat_table.txt a `repeats` section:
 - spread: over the candidates whose N evaluations were all `ok`, per candidate max/min - 1 of
   `speedup`, `speedup_device` and `speedup_call` over its N runs; median, p90 (nearest rank),
-  max, count, and how many stayed within 1%; where the budget cut repeats, the same again
-  over every candidate with 2 to N evaluations, all `ok`, on a line of its own (never in
-  place of the N-run figure);
+  max, count, and how many stayed within 1%; where the budget cut repeats, this, the
+  outside-the-CI count and kforge / KB again over every candidate with 2 to N evaluations, all
+  `ok`, on lines of their own (`two_or_more`; never in place of the N-run figures);
 - outside the first run's CI: the fraction of repeats whose speedup on a clock falls outside
   the first run's 95% interval for that clock: its `speedup_<clock>_ci_low/high` (results
   since session 12: widened by the clock's between-process spread), else `speedup_ci_low/high`
@@ -1056,37 +1056,17 @@ def utilization_in_turns(turn_log, readings):
     return (sum(inside) / len(inside) if inside else None), len(inside)
 
 
-def repeats_summary(args, rows, turn_log, wall_s, back_to_back, utilization=()):
-    """What --repeats N measured (issue 14 points 2-4); see the module's docstring."""
-    n = args.repeats
-    kf_turns = [t for t in turn_log if t["kind"] == "kforge"]
-    turn_s = sum(t["turn_s"] for t in kf_turns)
-    all_evs = [ev for r in rows for ev in evaluations(r)]
-    ok_evs = [ev for ev in all_evs if ev.get("verdict") == "ok"]
-    from_build_ahead = sum(1 for r in rows if r.get("kforge_from_build_ahead"))
-    first_ok = [r for r in rows if r.get("kforge_verdict") == "ok"
-                and not r.get("kforge_from_build_ahead")]
-
+def repeat_figures(candidates):
+    """Over (row, its evaluations, all ok) pairs: the spreads, the repeats outside the first
+    run's interval and kforge's median speedup over KB's (the module's docstring)."""
     spreads = {c: [] for c in ("speedup", "speedup_device", "speedup_call")}
-    # The same over every candidate with 2 or more evaluations, all ok, where the budget cut
-    # some repeats: what a shorter run measured, never in place of the N-run figure.
-    spreads_2 = {c: [] for c in spreads}
     outside = {c: [0, 0] for c in ("call", "device")}  # [outside, repeats with a CI to test]
     kb_ratio = {c: [] for c in ("speedup_device", "speedup_call")}
-    complete, two_or_more = [], []
-    for r in first_ok:
-        evs = evaluations(r)[:n]
-        if len(evs) < 2 or any(ev.get("verdict") != "ok" for ev in evs):
-            continue
-        two_or_more.append(r["name"])
-        if len(evs) == n:
-            complete.append(r["name"])
+    for r, evs in candidates:
         for c in spreads:
             xs = [ev.get(c) for ev in evs]
             if all(x and x > 0 for x in xs):
-                spreads_2[c].append(max(xs) / min(xs) - 1)
-                if len(evs) == n:
-                    spreads[c].append(max(xs) / min(xs) - 1)
+                spreads[c].append(max(xs) / min(xs) - 1)
         for clock in outside:
             ci = ci_of(evs[0], clock)
             if ci is None:
@@ -1101,6 +1081,35 @@ def repeats_summary(args, rows, turn_log, wall_s, back_to_back, utilization=()):
                 xs = [ev.get(c) for ev in evs if ev.get(c)]
                 if len(xs) == len(evs):
                     kb_ratio[c].append(quantile(xs, 0.5) / r["kb_speedup"])
+    return dict(spread={c: spread_stats(v) for c, v in spreads.items()},
+                outside_first_ci={c: dict(outside=o, repeats=t, fraction=(o / t if t else None))
+                                  for c, (o, t) in outside.items()},
+                kforge_over_kb={c: range_stats(v) for c, v in kb_ratio.items()})
+
+
+def repeats_summary(args, rows, turn_log, wall_s, back_to_back, utilization=()):
+    """What --repeats N measured (issue 14 points 2-4); see the module's docstring."""
+    n = args.repeats
+    kf_turns = [t for t in turn_log if t["kind"] == "kforge"]
+    turn_s = sum(t["turn_s"] for t in kf_turns)
+    all_evs = [ev for r in rows for ev in evaluations(r)]
+    ok_evs = [ev for ev in all_evs if ev.get("verdict") == "ok"]
+    from_build_ahead = sum(1 for r in rows if r.get("kforge_from_build_ahead"))
+    first_ok = [r for r in rows if r.get("kforge_verdict") == "ok"
+                and not r.get("kforge_from_build_ahead")]
+
+    complete, two_or_more = [], []  # (row, its first N evaluations), all ok
+    for r in first_ok:
+        evs = evaluations(r)[:n]
+        if len(evs) < 2 or any(ev.get("verdict") != "ok" for ev in evs):
+            continue
+        two_or_more.append((r, evs))
+        if len(evs) == n:
+            complete.append((r, evs))
+    figures = repeat_figures(complete)
+    # The same over every candidate with 2 or more evaluations, all ok, where the budget cut
+    # some repeats: what a shorter run measured, never in place of the N-run figures.
+    figures_2 = repeat_figures(two_or_more)
     caps = [capped(ev) for ev in ok_evs]
     caps = [c for c in caps if c is not None]
     walls = [ev["wall_s"] for ev in ok_evs if ev.get("wall_s") is not None]
@@ -1111,11 +1120,7 @@ def repeats_summary(args, rows, turn_log, wall_s, back_to_back, utilization=()):
         repeats=n, candidates_first_ok=len(first_ok), candidates_all_ok=len(complete),
         repeats_planned=planned, repeats_run=ran, repeats_skipped_by_budget=planned - ran,
         repeats_back_to_back=back_to_back,
-        spread={c: spread_stats(v) for c, v in spreads.items()},
-        candidates_two_or_more_ok=len(two_or_more),
-        spread_two_or_more={c: spread_stats(v) for c, v in spreads_2.items()},
-        outside_first_ci={c: dict(outside=o, repeats=t, fraction=(o / t if t else None))
-                          for c, (o, t) in outside.items()},
+        **figures, candidates_two_or_more_ok=len(two_or_more), two_or_more=figures_2,
         capped=dict(capped=sum(caps), evaluations=len(caps),
                     fraction=(sum(caps) / len(caps) if caps else None),
                     settled=sum(settled(ev) for ev in ok_evs)),
@@ -1132,8 +1137,7 @@ def repeats_summary(args, rows, turn_log, wall_s, back_to_back, utilization=()):
         gpu_utilization_in_turns=dict(zip(("mean_percent", "readings"),
                                           utilization_in_turns(turn_log, utilization))),
         lanes_overlap=lanes_overlap(args),
-        kforge_over_kb={c: range_stats(v) for c, v in kb_ratio.items()},
-        candidates=complete)
+        candidates=[r["name"] for r, _ in complete])
 
 
 def repeats_table(s):
@@ -1148,23 +1152,25 @@ def repeats_table(s):
              f"{s['candidates_all_ok']}; repeats run {s['repeats_run']}/{s['repeats_planned']} "
              f"({s['repeats_skipped_by_budget']} skipped by the budget, "
              f"{s['repeats_back_to_back']} right after the same candidate)"]
-    for c, st in s["spread"].items():
-        if st:
-            lines.append(f"spread (max/min-1) of {c:15s} median {pct(st['median'])} p90 "
-                         f"{pct(st['p90'])} max {pct(st['max'])} over {st['count']} "
-                         f"({st['within_1pct']} within 1%)")
-        else:
-            lines.append(f"spread (max/min-1) of {c:15s} -")
-    if s.get("candidates_two_or_more_ok", 0) > s["candidates_all_ok"]:
+    def spreads_and_ci(fig, indent=""):
+        out = [f"{indent}spread (max/min-1) of {c:15s} " + (
+            f"median {pct(st['median'])} p90 {pct(st['p90'])} max {pct(st['max'])} over "
+            f"{st['count']} ({st['within_1pct']} within 1%)" if st else "-")
+            for c, st in fig["spread"].items()]
+        return out + [f"{indent}repeats outside the first run's 95% CI, {c} clock: "
+                      f"{o['outside']}/{o['repeats']} ({pct(o['fraction'])})"
+                      for c, o in fig["outside_first_ci"].items()]
+
+    def over_kb(fig, indent=""):
+        return [f"{indent}kforge {c} / KB speedup: " + (
+            f"median {st['median']:.2f}, range {st['min']:.2f}-{st['max']:.2f} over "
+            f"{st['count']}" if st else "-") for c, st in fig["kforge_over_kb"].items()]
+    lines += spreads_and_ci(s)
+    two = s.get("two_or_more")
+    if two and s.get("candidates_two_or_more_ok", 0) > s["candidates_all_ok"]:
         lines.append(f"with 2 to {s['repeats']} evaluations, all ok (the budget cut the rest): "
                      f"{s['candidates_two_or_more_ok']} candidates")
-        for c, st in s["spread_two_or_more"].items():
-            lines.append(f"  spread (max/min-1) of {c:15s} " + (
-                f"median {pct(st['median'])} p90 {pct(st['p90'])} max {pct(st['max'])} over "
-                f"{st['count']} ({st['within_1pct']} within 1%)" if st else "-"))
-    for c, o in s["outside_first_ci"].items():
-        lines.append(f"repeats outside the first run's 95% CI, {c} clock: {o['outside']}/"
-                     f"{o['repeats']} ({pct(o['fraction'])})")
+        lines += spreads_and_ci(two, "  ") + over_kb(two, "  ")
     cp = s["capped"]
     lines.append(f"ok evaluations capped: {cp['capped']}/{cp['evaluations']} "
                  f"({pct(cp['fraction'])}); settled (host-bound, device clock): "
@@ -1187,10 +1193,7 @@ def repeats_table(s):
                      f" trials{also}): {u['mean_percent']:.1f}% over {u['readings']} readings")
     else:
         lines.append("GPU utilisation by NVML during kforge's turns: no readings")
-    for c, st in s["kforge_over_kb"].items():
-        lines.append(f"kforge {c} / KB speedup: " + (
-            f"median {st['median']:.2f}, range {st['min']:.2f}-{st['max']:.2f} over "
-            f"{st['count']}" if st else "-"))
+    lines += over_kb(s)
     return "\n".join(lines) + "\n"
 
 
@@ -1289,8 +1292,10 @@ def gpu_compute_capability():
 def summary_of(out_dir):
     """The repeats table again from a finished run's compat.jsonl and compat_run.json (NVML's
     readings are not kept: their saved mean is carried over)."""
-    rows = [json.loads(line) for line in open(os.path.join(out_dir, "compat.jsonl"))]
-    saved = json.load(open(os.path.join(out_dir, "compat_run.json")))
+    with open(os.path.join(out_dir, "compat.jsonl")) as f:
+        rows = [json.loads(line) for line in f]
+    with open(os.path.join(out_dir, "compat_run.json")) as f:
+        saved = json.load(f)
     old = saved.get("repeats")
     if not old:
         print(f"corpus_compat: {out_dir} holds no --repeats run")
@@ -1307,6 +1312,9 @@ def main(argv):
     if argv[:1] == ["--kb-child"]:  # this script's own KB subprocesses
         return kb_child(argv[1])
     if argv[:1] == ["--summary-of"]:
+        if len(argv) != 2:
+            print("usage: corpus_compat.py --summary-of OUT")
+            return 2
         return summary_of(argv[1])
     args = parse_args(argv)
     if args.fresh:

@@ -243,36 +243,53 @@ def test_nvml_utilization_is_read_from_nvidia_smi_and_kept_to_kforges_turns(tmp_
     assert mod.UtilizationSampler(time.time(), 0, binary=str(tmp_path / "none")).stop() == []
 
 
-def test_repeats_cut_by_the_budget_still_give_spreads_apart_from_the_n_run_figure(tmp_path):
+def test_repeats_cut_by_the_budget_still_give_spreads_apart_from_the_n_run_figure(tmp_path,
+                                                                                 capsys):
     """Session 22, call 3: KB's turns beside kforge's left every candidate 2 of its 3 runs, and
-    the table said "-" for every spread. The N-run figure stays "-"; the 2-or-more line gives
-    what was measured; --summary-of prints it again from the saved files."""
+    the table said "-" for every spread. The N-run figures stay over the complete candidates
+    only; the 2-or-more lines give what was measured; --summary-of prints them again from the
+    saved files."""
     mod = load_module()
 
-    def ev(call, device):
+    def ev(call, device, ci=(0.0, 0.0)):
         return dict(verdict="ok", speedup=call, speedup_call=call, speedup_device=device,
-                    wall_s=1.0)
+                    speedup_call_ci_low=ci[0], speedup_call_ci_high=ci[1], wall_s=1.0)
 
-    def row(name, runs):
+    def row(name, runs, kb=None):
         first = {"kforge_" + k: v for k, v in runs[0].items()}
-        return dict(name=name, **first, kforge_repeats=[dict(r, round=i + 1)
-                                                        for i, r in enumerate(runs[1:])])
-    rows = [row("1_1", [ev(2.0, 1.00), ev(2.2, 1.01)]),           # two of three
-            row("1_2", [ev(1.0, 3.00), ev(1.0, 3.03), ev(1.5, 3.00)]),  # all three
-            row("1_3", [ev(1.0, 1.0)]),                            # one: no spread
-            row("1_4", [ev(1.0, 1.0), dict(verdict="incorrect")])]  # not all ok
+        kb_fields = (dict(kb_status="ok", kb_compiled=True, kb_correctness=True, kb_speedup=kb)
+                     if kb else {})
+        return dict(name=name, **first, **kb_fields,
+                    kforge_repeats=[dict(r, round=i + 1) for i, r in enumerate(runs[1:])])
+    rows = [row("1_1", [ev(2.0, 1.00, (1.0, 3.0)), ev(4.0, 1.01)], kb=1.0),  # two of three
+            row("1_2", [ev(1.0, 3.00, (0.5, 2.0)), ev(1.0, 3.03), ev(1.5, 3.00)], kb=2.0),
+            row("1_3", [ev(1.0, 1.0)]),                                      # one: no spread
+            row("1_4", [ev(1.0, 1.0), dict(verdict="incorrect")])]          # not all ok
     args = type("A", (), dict(repeats=3, kforge_lanes=1, kb_lanes=0))()
     s = mod.repeats_summary(args, rows, [], 10.0, 0)
     assert s["candidates_all_ok"] == 1 and s["candidates_two_or_more_ok"] == 2
+    assert s["candidates"] == ["1_2"]
+    # The N-run figures: 1_2 alone.
     assert s["spread"]["speedup_call"]["count"] == 1
     assert abs(s["spread"]["speedup_call"]["max"] - 0.5) < 1e-9
-    two = s["spread_two_or_more"]
-    assert two["speedup_call"]["count"] == 2 and abs(two["speedup_device"]["max"] - 0.01) < 1e-9
+    assert s["outside_first_ci"]["call"] == dict(outside=0, repeats=2, fraction=0.0)
+    assert s["kforge_over_kb"]["speedup_call"]["count"] == 1
+    assert abs(s["kforge_over_kb"]["speedup_call"]["median"] - 0.5) < 1e-9
+    # With 2 or more: 1_1 too (its repeat, 4.0, falls outside its first run's 1.0-3.0).
+    two = s["two_or_more"]
+    assert two["spread"]["speedup_call"]["count"] == 2
+    assert abs(two["spread"]["speedup_device"]["max"] - 0.01) < 1e-9
+    assert two["outside_first_ci"]["call"] == dict(outside=1, repeats=3, fraction=1 / 3)
+    assert two["kforge_over_kb"]["speedup_call"]["count"] == 2
     text = mod.repeats_table(s)
     assert "with 2 to 3 evaluations, all ok (the budget cut the rest): 2 candidates" in text
+    assert "  repeats outside the first run's 95% CI, call clock: 1/3" in text
     with open(tmp_path / "compat.jsonl", "w") as f:
         f.writelines(json.dumps(r) + "\n" for r in rows)
     settings = dict(repeats=3, kforge_lanes=1, kb_lanes=0)
     json.dump(dict(settings=settings, wall_s=10.0, repeats=dict(s, repeats_back_to_back=0),
                    gpu_turns=[]), open(tmp_path / "compat_run.json", "w"))
+    capsys.readouterr()
     assert mod.main(["--summary-of", str(tmp_path)]) == 0
+    assert capsys.readouterr().out == text
+    assert mod.main(["--summary-of"]) == 2

@@ -17,9 +17,11 @@ few microseconds, where a bare CUDA-graph replay moved by 0.1-1.9%; is it the me
 kforge?) adds, per process, after the call samples: `span_ms`, kforge's method without kforge
 (flush, drain, a `torch.cuda._sleep` pre-roll of about 1 ms holding the GPU while one forward
 is launched behind it, the span from the forward's first GPU activity to its last, from
-torch.profiler's CUPTI trace); `span_noflush_ms`, the same without the flush; `graph_ms`, one
+torch.profiler's CUPTI trace; samples whose GPU work began before their last launch are left
+out and counted as `span_late`); `span_noflush_ms`, the same without the flush; `graph_ms`, one
 CUDA-graph replay of 10 back-to-back calls timed with events behind the same pre-roll, per
-call. The spread over processes of each is printed per task.
+call (no flush: warm L2 after the first call, so not comparable with `span_ms` itself, only
+its spread between processes is). The spread over processes of each is printed per task.
 """
 import argparse
 import json
@@ -35,7 +37,10 @@ def device_times(model, inputs, flush, samples):
     import tempfile
     import torch
     from span_probe import split_samples
+    torch.cuda._sleep(1000)  # loads the kernel: not in the calibration
+    torch.cuda.synchronize()
     e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda._sleep(100_000)  # the GPU busy when e0 is recorded: no launch latency inside
     e0.record()
     torch.cuda._sleep(1_000_000)
     e1.record()
@@ -60,8 +65,13 @@ def device_times(model, inputs, flush, samples):
             path = os.path.join(tmp, "trace.json")
             prof.export_chrome_trace(path)
             parts = split_samples(json.load(open(path)), set(names))
-        spans = [parts[n]["span"] for n in names[5:] if n in parts]
+        # A sample whose launches were still going on when its GPU work began (the pre-roll
+        # ran out under the profiler's overhead) holds launch gaps: counted, left out.
+        spans = [parts[n]["span"] for n in names[5:]
+                 if n in parts and parts[n]["queued"]]
         out[key] = round(statistics.median(spans), 5) if spans else None
+        out[key.replace("_ms", "_late")] = sum(1 for n in names[5:]
+                                               if n in parts and not parts[n]["queued"])
     try:
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
@@ -149,16 +159,24 @@ def main():
     for name in a.tasks.split(","):
         rows = []
         for _ in range(a.procs):
-            out = subprocess.run([sys.executable, __file__, "--corpus", a.corpus, "--tasks", name,
-                                  "--samples", str(a.samples), "--program", a.program,
-                                  "--child", name]
-                                 + (["--cupti-first"] if a.cupti_first else [])
-                                 + (["--spans"] if a.spans else []),
-                                 capture_output=True, text=True, timeout=180)
-            line = (out.stdout.strip().splitlines() or ["{}"])[-1]
-            print(line if line != "{}" else json.dumps(dict(task=name, error=out.stderr[-300:])),
-                  flush=True)
-            rows.append(json.loads(line) if line.startswith("{") else {})
+            cmd = ([sys.executable, __file__, "--corpus", a.corpus, "--tasks", name,
+                    "--samples", str(a.samples), "--program", a.program, "--child", name]
+                   + (["--cupti-first"] if a.cupti_first else [])
+                   + (["--spans"] if a.spans else []))
+            try:
+                out = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+            except subprocess.TimeoutExpired:
+                print(json.dumps(dict(task=name, error="timed out after 180 s")), flush=True)
+                rows.append({})
+                continue
+            line = (out.stdout.strip().splitlines() or [""])[-1]
+            if out.returncode != 0 or not line.startswith("{"):
+                print(json.dumps(dict(task=name, error=f"exit {out.returncode}",
+                                      stderr=out.stderr[-600:])), flush=True)
+                rows.append({})
+                continue
+            print(line, flush=True)
+            rows.append(json.loads(line))
         summary = dict(task=name, program=a.program)
         for k in keys:
             v = [r[k] for r in rows if r.get(k)]

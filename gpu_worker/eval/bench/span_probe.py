@@ -66,7 +66,10 @@ def split_samples(trace, names):
         last_gpu = max(g["ts"] + g["dur"] for g in work)
         out[a["name"]] = dict(pre=(calls[0]["ts"] - t0) / 1e3,
                               lat=(first_gpu - calls[0]["ts"]) / 1e3,
-                              span=(last_gpu - first_gpu) / 1e3)
+                              span=(last_gpu - first_gpu) / 1e3,
+                              # every launch made before the GPU began the work: none of
+                              # the host's gaps is inside the span
+                              queued=first_gpu >= calls[-1]["ts"] + calls[-1]["dur"])
     return out
 
 
