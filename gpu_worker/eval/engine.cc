@@ -73,17 +73,14 @@ std::string FormatMs(double ms) {
   return s.str();
 }
 
-// `shared`: the reference's samples shared from an earlier evaluation (reference_share.h); the
-// statistics count the first `stats->shared_samples()` of them, so samples_ms lists them first.
+// `shared`: the reference's samples shared from an earlier evaluation that its statistics pooled
+// first (TimingOutcome::shared_reference_ms), so samples_ms lists them first.
 void KeepSamples(const ProgramSamples& p, TimingClock clock, int sets, v1::TimingStats* stats,
-                 const google::protobuf::RepeatedField<double>* shared = nullptr) {
+                 const std::vector<double>& shared = {}) {
   auto add = [](const std::vector<double>& v, google::protobuf::RepeatedField<double>* to) {
     to->Add(v.begin(), v.end());
   };
-  if (shared != nullptr && stats->shared_samples() > 0) {
-    stats->mutable_samples_ms()->Add(
-        shared->begin(), shared->begin() + std::min<int>(shared->size(), stats->shared_samples()));
-  }
+  add(shared, stats->mutable_samples_ms());
   add(p.ms, stats->mutable_samples_ms());
   add(p.tail_ms, stats->mutable_tail_samples_ms());
   if (clock == TimingClock::kActivity) {
@@ -796,7 +793,7 @@ class Evaluation {
     *result_.mutable_candidate_claim() = Summarise(call.claims);
     if (req_.keep_samples()) {
       KeepSamples(call.out.ref, call.out.clock, call.input_sets, result_.mutable_reference_call(),
-                  &req_.shared_reference_call_ms());
+                  call.out.shared_reference_ms);
       KeepSamples(call.out.cand, call.out.clock, call.input_sets, result_.mutable_candidate_call());
     }
     SpeedupInterval by_call = SpeedupOf(call.out.reference, call.out.candidate,
@@ -814,7 +811,7 @@ class Evaluation {
       *result_.mutable_candidate_device() = device->out.candidate;
       if (req_.keep_samples()) {
         KeepSamples(device->out.ref, device->out.clock, device->input_sets,
-                    result_.mutable_reference_device(), &req_.shared_reference_device_ms());
+                    result_.mutable_reference_device(), device->out.shared_reference_ms);
         KeepSamples(device->out.cand, device->out.clock, device->input_sets,
                     result_.mutable_candidate_device());
       }

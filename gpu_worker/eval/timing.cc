@@ -533,6 +533,8 @@ class SharedReference {
   }
 
   uint32_t used() const { return on_ ? static_cast<uint32_t>(shared_.size()) : 0; }
+  // The shared samples Pooled puts first (empty where they were dropped).
+  const std::vector<double>& samples() const { return shared_; }
   const std::string& note() const { return note_; }
 
  private:
@@ -650,6 +652,7 @@ TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate
   out.preroll_ms = sampler.preroll_ms();
   out.reference = Summarise(shared.Pooled(out.ref.ms));
   out.shared_reference_used = shared.used();
+  out.shared_reference_ms = shared.samples();
   out.shared_reference_note = shared.note();
   out.candidate = Summarise(out.cand.ms);
   out.reference.set_event_fallbacks(out.ref.event_fallbacks);

@@ -149,6 +149,7 @@ struct TimingOutcome {
   // new samples (`ref.ms` holds only the new ones), or 0 where they were dropped
   // (`shared_reference_note` says why).
   uint32_t shared_reference_used = 0;
+  std::vector<double> shared_reference_ms;  // those samples, in the order `reference` pooled them
   std::string shared_reference_note;
 };
 

@@ -352,6 +352,7 @@ TEST(TimeInterleavedTest, ASharedReferenceIsTimedInOneIterationOfFourAndPooled) 
   EXPECT_EQ(timed, 2 + 11);  // with the warm-ups
   EXPECT_EQ(untimed, 20 - 11);
   EXPECT_EQ(out.shared_reference_used, 40u);
+  EXPECT_EQ(out.shared_reference_ms, o.shared_reference_ms);  // the samples listed first
   EXPECT_EQ(out.reference.n(), 51u);
   EXPECT_TRUE(out.shared_reference_note.empty());
 }
@@ -368,6 +369,7 @@ TEST(TimeInterleavedTest, ASharedReferenceThatDriftedIsDropped) {
   o.reference_untimed = [&](int) { ++untimed; };
   TimingOutcome out = TimeInterleaved([](int) { Spin(0.2); }, [](int) { Spin(0.2); }, o);
   EXPECT_EQ(out.shared_reference_used, 0u);
+  EXPECT_TRUE(out.shared_reference_ms.empty());
   EXPECT_NE(out.shared_reference_note.find("the shared reference was dropped"), std::string::npos)
       << out.shared_reference_note;
   // Compared at the end and dropped: the statistics are the new samples' alone (the first 8,

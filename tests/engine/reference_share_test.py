@@ -15,7 +15,8 @@ the device clock's only):
      outcomes deterministically);
   3. another task's evaluation gets nothing shared;
   4. a client that puts a "reference" of its own in the request (1000 ms, which would make every
-     candidate 1000s of times faster) has it cleared, on a fresh server and on the one-shot path;
+     candidate 1000s of times faster) has it cleared, on a fresh server and on the one-shot path,
+     and none of its samples appears among those the result lists;
   5. with KFORGE_SHARE_REFERENCE=off, and by default in CPU mode, nothing is shared.
 Exits 1 on the first failed check.
 
@@ -112,22 +113,30 @@ def main():
 
         forged = [1000.0] * 40
         fresh = serve_client.Server(args.eval, cache, env=share_all)
-        r = evaluate(fresh, CORRECT, shared_reference_call_ms=forged)
+        r = evaluate(fresh, CORRECT, shared_reference_call_ms=forged, keep_samples=True)
         check(r["verdict"] == "ok" and shared(r) == 0 and r["reference_call"]["median_ms"] < 100
               and "shared" not in r.get("timing_clock_note", ""),
               f"a client's shared reference is cleared by the server (shared {shared(r)}, "
               f"reference median {r['reference_call']['median_ms']:.4f} ms)")
+        # Nor does it reach the samples a result lists (they list shared ones first, session 22).
+        listed = r["reference_call"].get("samples_ms", [])
+        check(listed and 1000.0 not in listed,
+              f"and none of its samples is listed ({len(listed)} listed)")
         fresh.close()
         request = os.path.join(cache, "request.pb")
         with open(request, "wb") as f:
             f.write(serve_client.encode_request(open(TASK).read(), open(CORRECT).read(),
-                                                device="cpu", shared_reference_call_ms=forged))
+                                                device="cpu", shared_reference_call_ms=forged,
+                                                keep_samples=True))
         out = subprocess.run([args.eval, "--request", request, "--cache-dir", cache],
                              capture_output=True, timeout=600)
         r = json.loads(out.stdout)
         check(r["verdict"] == "ok" and shared(r) == 0 and r["reference_call"]["median_ms"] < 100
               and "shared" not in r.get("timing_clock_note", ""),
               f"and by the one-shot path (shared {shared(r)})")
+        listed = r["reference_call"].get("samples_ms", [])
+        check(listed and 1000.0 not in listed,
+              f"and none of its samples is listed there ({len(listed)} listed)")
 
         off = serve_client.Server(args.eval, cache, env=dict(os.environ, KFORGE_SHARE_REFERENCE="off"))
         evaluate(off, CORRECT)
