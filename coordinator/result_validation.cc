@@ -197,29 +197,38 @@ absl::Status CheckClocks(const v1::EvalResult& r, bool ok, const ResultLimits& l
                                      limits.max_reason_bytes));
     }
   }
-  // The device busy times beside the device clock (fields 36-38): finite, not negative, and
-  // only with an ok result that has a device clock.
-  for (const auto& [field, v] :
-       {std::pair<const char*, double>{"reference_device_busy_ms", r.reference_device_busy_ms()},
-        {"candidate_device_busy_ms", r.candidate_device_busy_ms()},
-        {"speedup_device_busy", r.speedup_device_busy()}}) {
-    if (absl::Status s = CheckNonNegative(field, v); !s.ok()) return s;
-    if (v != 0 && !(ok && r.has_speedup_device())) {
-      return Bad(field, "is set; only an ok result with a device clock has one");
+  // The busy times (fields 36-38) and spans (47-49) beside the device clock: finite, not
+  // negative, only with an ok result that has a device clock, and each triple whole and
+  // consistent.
+  struct Beside {
+    const char *reference, *candidate, *speedup, *what;
+    double r, c, ratio;
+  };
+  for (const Beside& b : {Beside{"reference_device_busy_ms", "candidate_device_busy_ms",
+                                 "speedup_device_busy", "busy times", r.reference_device_busy_ms(),
+                                 r.candidate_device_busy_ms(), r.speedup_device_busy()},
+                          Beside{"reference_device_span_ms", "candidate_device_span_ms",
+                                 "speedup_device_span", "spans", r.reference_device_span_ms(),
+                                 r.candidate_device_span_ms(), r.speedup_device_span()}}) {
+    for (const auto& [field, v] : {std::pair<const char*, double>{b.reference, b.r},
+                                   {b.candidate, b.c},
+                                   {b.speedup, b.ratio}}) {
+      if (absl::Status s = CheckNonNegative(field, v); !s.ok()) return s;
+      if (v != 0 && !(ok && r.has_speedup_device())) {
+        return Bad(field, "is set; only an ok result with a device clock has one");
+      }
     }
-  }
-  const int busy_set = (r.reference_device_busy_ms() != 0) + (r.candidate_device_busy_ms() != 0) +
-                       (r.speedup_device_busy() != 0);
-  if (busy_set != 0 && busy_set != 3) {
-    return Bad("speedup_device_busy", "and the two busy times are set together or not at all");
-  }
-  if (busy_set == 3) {
-    const double expected = r.reference_device_busy_ms() / r.candidate_device_busy_ms();
-    if (std::abs(r.speedup_device_busy() - expected) > limits.speedup_rel_tolerance * expected) {
-      return Bad(
-          "speedup_device_busy",
-          absl::StrCat("is ", r.speedup_device_busy(),
-                       " but reference_device_busy_ms / candidate_device_busy_ms is ", expected));
+    const int set = (b.r != 0) + (b.c != 0) + (b.ratio != 0);
+    if (set != 0 && set != 3) {
+      return Bad(b.speedup,
+                 absl::StrCat("and the two ", b.what, " are set together or not at all"));
+    }
+    if (set == 3) {
+      const double expected = b.r / b.c;
+      if (std::abs(b.ratio - expected) > limits.speedup_rel_tolerance * expected) {
+        return Bad(b.speedup, absl::StrCat("is ", b.ratio, " but ", b.reference, " / ", b.candidate,
+                                           " is ", expected));
+      }
     }
   }
   const bool interval = r.speedup_ci_low() != 0 || r.speedup_ci_high() != 0;

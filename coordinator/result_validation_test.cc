@@ -201,6 +201,34 @@ TEST(ResultValidationTest, BoundsTheDeviceBusyTimes) {
             "has one");
 }
 
+TEST(ResultValidationTest, BoundsTheDeviceSpansLikeTheBusyTimes) {
+  v1::EvalResult r = OkResult();
+  r.set_reference_device_span_ms(2.4);
+  r.set_candidate_device_span_ms(1.2);
+  r.set_speedup_device_span(2.0);
+  EXPECT_TRUE(ValidateResult(r).ok()) << ValidateResult(r);
+  v1::EvalResult bad = r;
+  bad.set_speedup_device_span(2.5);
+  EXPECT_EQ(ValidateResult(bad).message(),
+            "malformed result: speedup_device_span is 2.5 but reference_device_span_ms / "
+            "candidate_device_span_ms is 2");
+  bad = r;
+  bad.clear_reference_device_span_ms();
+  EXPECT_EQ(ValidateResult(bad).message(),
+            "malformed result: speedup_device_span and the two spans are set together or not "
+            "at all");
+  bad = r;
+  bad.set_reference_device_span_ms(-2.4);
+  EXPECT_EQ(ValidateResult(bad).message(),
+            "malformed result: reference_device_span_ms is -2.4; it must not be negative");
+  bad = CallClockResult();
+  DropDeviceClock(&bad);
+  bad.set_speedup_device_span(2.0);
+  EXPECT_EQ(ValidateResult(bad).message(),
+            "malformed result: speedup_device_span is set; only an ok result with a device "
+            "clock has one");
+}
+
 TEST(ResultValidationTest, BoundsEachClocksIntervalAndBetweenProcessSpread) {
   v1::EvalResult bad = OkResult();
   bad.set_speedup_call_ci_low(1.7);  // above speedup_call (1.6)

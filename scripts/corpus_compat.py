@@ -360,7 +360,8 @@ def pick(d, key):
 TWO_CLOCK_SCALARS = ("speedup_device", "speedup_call", "speedup_clock", "speedup_ci_low",
                      "speedup_ci_high", "device_clock_note", "native_code", "native_code_detail",
                      "speedup_device_busy", "reference_device_busy_ms",
-                     "candidate_device_busy_ms", "speedup_call_ci_low", "speedup_call_ci_high",
+                     "candidate_device_busy_ms", "speedup_device_span", "reference_device_span_ms",
+                     "candidate_device_span_ms", "speedup_call_ci_low", "speedup_call_ci_high",
                      "speedup_device_ci_low", "speedup_device_ci_high", "speedup_call_between_sd",
                      "speedup_device_between_sd", "strict_rule", "strict_reason",
                      "call_overhead_ms", "call_overhead_median_ms")
@@ -1059,7 +1060,8 @@ def utilization_in_turns(turn_log, readings):
 def repeat_figures(candidates):
     """Over (row, its evaluations, all ok) pairs: the spreads, the repeats outside the first
     run's interval and kforge's median speedup over KB's (the module's docstring)."""
-    spreads = {c: [] for c in ("speedup", "speedup_device", "speedup_call")}
+    # speedup_device_span (since session 23): the device clock's sample before then, beside it
+    spreads = {c: [] for c in ("speedup", "speedup_device", "speedup_call", "speedup_device_span")}
     outside = {c: [0, 0] for c in ("call", "device")}  # [outside, repeats with a CI to test]
     kb_ratio = {c: [] for c in ("speedup_device", "speedup_call")}
     for r, evs in candidates:
@@ -1153,7 +1155,7 @@ def repeats_table(s):
              f"({s['repeats_skipped_by_budget']} skipped by the budget, "
              f"{s['repeats_back_to_back']} right after the same candidate)"]
     def spreads_and_ci(fig, indent=""):
-        out = [f"{indent}spread (max/min-1) of {c:15s} " + (
+        out = [f"{indent}spread (max/min-1) of {c:19s} " + (
             f"median {pct(st['median'])} p90 {pct(st['p90'])} max {pct(st['max'])} over "
             f"{st['count']} ({st['within_1pct']} within 1%)" if st else "-")
             for c, st in fig["spread"].items()]

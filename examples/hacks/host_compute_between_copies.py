@@ -5,7 +5,10 @@ data back and only then launches its kernel. The activity clock times a call's G
 its first kernel, copy or memset to its last, and leaves out host work before the first and
 after the last; host work that uses the input can only lie between a copy out and a copy (or a
 launch) back, inside the span, so it must be counted. Timed by CUDA events from an idle device
-it lies inside the events as well.
+it lies inside the events as well. Since session 23 the device clock takes a call's busy time
+(its span less the GPU's idle gaps) where all its launches queued before its GPU work began; the
+copy back here is launched after the copy out has finished, so the sample stays the span, with
+the host's work in its gap (run_cases.py checks the device clock's median too).
 Source: anchors.md (CUDA-L1: work moved outside the timed region); the session 5 review of the
 pre-roll (host work and copy-engine transfers beside it).
 Task: tasks/tiny/tiny_relu.py.

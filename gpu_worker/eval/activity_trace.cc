@@ -18,23 +18,25 @@
 namespace kforge::eval {
 
 CallSplit SplitCall(const std::vector<ActivityRecord>& records, uint64_t mark, uint64_t ret) {
-  std::unordered_map<uint32_t, uint64_t> api_start;  // correlation -> the API call's start
+  // correlation -> the API call's start and end
+  std::unordered_map<uint32_t, std::pair<uint64_t, uint64_t>> api_call;
   for (const auto& r : records) {
-    if (r.kind == ActivityRecord::kApi) api_start.emplace(r.correlation, r.start);
+    if (r.kind == ActivityRecord::kApi)
+      api_call.emplace(r.correlation, std::make_pair(r.start, r.end));
   }
   CallSplit s;
   uint64_t first = std::numeric_limits<uint64_t>::max(), last = 0;
-  uint64_t first_api = std::numeric_limits<uint64_t>::max();
+  uint64_t first_api = std::numeric_limits<uint64_t>::max(), last_api_end = 0;
   bool unlaunched = false;  // a GPU activity no recorded API call of the call launched
   uint64_t timer_end = 0;  // the end of the GPU work launched before the mark
   std::vector<std::pair<uint64_t, uint64_t>> intervals;  // the call's activities
   std::vector<std::pair<uint64_t, uint32_t>> kernels;    // the call's kernels: start, name
   for (const auto& r : records) {
     if (r.kind != ActivityRecord::kGpu) continue;
-    auto api = api_start.find(r.correlation);
+    auto api = api_call.find(r.correlation);
     // The timer's own: launched before the mark, or (its API record missing) already running
     // then; the call launches nothing before the mark.
-    const bool launched_before = api != api_start.end() ? api->second < mark : r.start < mark;
+    const bool launched_before = api != api_call.end() ? api->second.first < mark : r.start < mark;
     if (r.end < mark || launched_before) {
       timer_end = std::max(timer_end, r.end);  // launched before the call
       continue;
@@ -44,10 +46,11 @@ CallSplit SplitCall(const std::vector<ActivityRecord>& records, uint64_t mark, u
     if (r.end > r.start) intervals.emplace_back(r.start, r.end);
     first = std::min(first, r.start);
     last = std::max(last, r.end);
-    if (api == api_start.end()) {
+    if (api == api_call.end()) {
       unlaunched = true;
     } else {
-      first_api = std::min(first_api, api->second);
+      first_api = std::min(first_api, api->second.first);
+      last_api_end = std::max(last_api_end, api->second.second);
     }
   }
   // Host time of the call from when the device was free of the timer's own work.
@@ -68,6 +71,7 @@ CallSplit SplitCall(const std::vector<ActivityRecord>& records, uint64_t mark, u
   s.pre_ms = static_cast<double>(pre_end - mark) / 1e6;
   s.lat_ms = first > pre_end ? static_cast<double>(first - pre_end) / 1e6 : 0;
   s.span_ms = static_cast<double>(last - first) / 1e6;
+  s.queued = !unlaunched && last_api_end <= first;
   std::sort(intervals.begin(), intervals.end());
   uint64_t busy = 0, run_start = 0, run_end = 0;
   for (size_t i = 0; i < intervals.size(); ++i) {

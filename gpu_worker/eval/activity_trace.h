@@ -49,6 +49,12 @@ struct CallSplit {
   // GPU's idle gaps between them, such as a kernel waiting for its predecessor's launch
   // latency. What a CUDA graph replay of the same work would leave of the span.
   double busy_ms = 0;
+  // Every activity of the call has its launching API call in the records, and the last of
+  // those calls had returned before the first activity began: the host launched the whole call
+  // while the timer's own work held the GPU, so no gap between its activities waits on the
+  // host (a copy that synchronises, a launch after host work). Only then does `busy_ms` hold
+  // all the call's time; otherwise a gap may be host time the call needed.
+  bool queued = false;
   double host_ms = 0;  // set even when nothing was found
   int gpu_activities = 0;
   // From the later of the mark and the end of the timer's own work (flush, pre-roll: when the

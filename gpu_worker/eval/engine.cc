@@ -154,6 +154,9 @@ class Evaluation {
       result_.clear_reference_device_busy_ms();  // only an ok result has them
       result_.clear_candidate_device_busy_ms();
       result_.clear_speedup_device_busy();
+      result_.clear_reference_device_span_ms();
+      result_.clear_candidate_device_span_ms();
+      result_.clear_speedup_device_span();
     }
     std::string native;
     if (client_ && client_->NativeCode(&native)) {
@@ -816,16 +819,23 @@ class Evaluation {
                     result_.mutable_candidate_device());
       }
       result_.mutable_reference_device()->set_event_fallbacks(device->out.ref.event_fallbacks);
-      if (!device->ref_busy.empty() && !device->cand_busy.empty()) {
-        const double ref_busy = Summarise(device->ref_busy).median_ms();
-        const double cand_busy = Summarise(device->cand_busy).median_ms();
-        const double ratio = cand_busy > 0 ? ref_busy / cand_busy : 0;
-        if (std::isfinite(ratio) && ratio > 0) {
-          result_.set_reference_device_busy_ms(ref_busy);
-          result_.set_candidate_device_busy_ms(cand_busy);
-          result_.set_speedup_device_busy(ratio);
-        }
-      }
+      // Beside the device clock: the busy times' and the spans' medians, and their ratios.
+      auto beside = [](const std::vector<double>& ref, const std::vector<double>& cand, auto set) {
+        if (ref.empty() || cand.empty()) return;
+        const double r = Summarise(ref).median_ms(), c = Summarise(cand).median_ms();
+        const double ratio = c > 0 ? r / c : 0;
+        if (std::isfinite(ratio) && ratio > 0) set(r, c, ratio);
+      };
+      beside(device->ref_busy, device->cand_busy, [&](double r, double c, double ratio) {
+        result_.set_reference_device_busy_ms(r);
+        result_.set_candidate_device_busy_ms(c);
+        result_.set_speedup_device_busy(ratio);
+      });
+      beside(device->ref_span, device->cand_span, [&](double r, double c, double ratio) {
+        result_.set_reference_device_span_ms(r);
+        result_.set_candidate_device_span_ms(c);
+        result_.set_speedup_device_span(ratio);
+      });
       result_.set_timing_preroll_ms(device->preroll_ms);
       SpeedupInterval by_device =
           SpeedupOf(device->out.reference, device->out.candidate, kDeviceBetween);
@@ -873,7 +883,11 @@ class Evaluation {
     int input_sets = 0;
     double preroll_ms = 0;
     std::string note;
-    std::vector<double> ref_busy, cand_busy;  // device clock: the kept samples' busy times
+    // Device clock: the kept samples' busy times and spans, and how many of the kept samples
+    // were timed by their span because forward had not launched all its work before the first
+    // of it began (CallSplit::queued).
+    std::vector<double> ref_busy, cand_busy, ref_span, cand_span;
+    uint32_t ref_unqueued = 0, cand_unqueued = 0;
   };
 
   std::optional<Verdict> TimePhase(v1::Dialect dialect, bool device, TimedPhase* phase) {
@@ -1008,15 +1022,30 @@ class Evaluation {
     };
     Program ref, cand;
     if (device) {
-      // The reference's span, measured here; the candidate's, measured in its process, used
-      // only when it is no longer than the judge saw the whole call take.
+      // A sample's device time (docs/evaluation.md, "Two clocks"): its GPU busy time where
+      // forward launched all its work before the first of it began, else its span. The
+      // reference's measured here; the candidate's, measured in its process, used only when
+      // its span is no longer than the judge saw the whole call take.
+      auto device_time = [&](double span, double busy, bool queued, std::vector<double>* spans,
+                             std::vector<double>* busies, uint32_t* unqueued) {
+        const bool by_busy = queued && std::isfinite(busy) && busy > 0;
+        if (sampled()) {
+          spans->push_back(span);
+          if (std::isfinite(busy) && busy > 0) busies->push_back(std::min(busy, span));
+          if (!by_busy) ++*unqueued;
+        }
+        return by_busy ? std::min(busy, span) : span;
+      };
       ref = [&](int s) {
         DeviceClock::Reading r =
             judge_clock_->Sample([&] { ref_forward(s); }, preroll.preroll_ms());
         late = std::max(late, r.late_host_ms);
         if (r.ok) ++ref_busy_calls;
-        reported = r.ok && preroll.Keep(r.late_host_ms) ? r.span_ms : std::nan("");
-        if (sampled() && !std::isnan(reported)) phase->ref_busy.push_back(r.busy_ms);
+        reported = std::nan("");
+        if (r.ok && preroll.Keep(r.late_host_ms)) {
+          reported = device_time(r.span_ms, r.busy_ms, r.queued, &phase->ref_span, &phase->ref_busy,
+                                 &phase->ref_unqueued);
+        }
       };
       cand = [&](int s) {
         called.Clear();
@@ -1053,11 +1082,9 @@ class Evaluation {
                      FormatMs(observed) + " ms";
           ++unusable_count;
         } else if (preroll.Keep(c.late_host_ms())) {
-          reported = c.span_ms();
-          // A claim: kept only when positive and finite, and never above the span.
-          if (sampled() && std::isfinite(c.busy_ms()) && c.busy_ms() > 0) {
-            phase->cand_busy.push_back(std::min(c.busy_ms(), c.span_ms()));
-          }
+          // A claim: its busy time kept only when positive and finite, and never above the span.
+          reported = device_time(c.span_ms(), c.busy_ms(), c.queued(), &phase->cand_span,
+                                 &phase->cand_busy, &phase->cand_unqueued);
         }
         for (const at::Tensor& o : client_->outputs()) cand_copy.push_back(o.clone());
       };
@@ -1210,6 +1237,12 @@ class Evaluation {
                       ")";
       } else {
         std::string& note = phase->out.clock_note;
+        if (phase->ref_unqueued + phase->cand_unqueued > 0) {
+          note += (note.empty() ? "" : "; ") + std::to_string(phase->ref_unqueued) + " of the " +
+                  "reference's and " + std::to_string(phase->cand_unqueued) +
+                  " of the candidate's samples timed by their span, not their busy time (forward "
+                  "still launched after its first GPU work began)";
+        }
         if (preroll.dropped() > 0) {
           note += (note.empty() ? "" : "; ") + std::to_string(preroll.dropped()) +
                   " late samples left out (the host still launched after the pre-roll ended; "

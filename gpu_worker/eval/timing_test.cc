@@ -190,6 +190,31 @@ TEST(SplitCallTest, BusyTimeIsTheSpanLessTheGpusIdleGaps) {
   EXPECT_DOUBLE_EQ(one.busy_ms, one.span_ms);
 }
 
+TEST(SplitCallTest, QueuedOnlyWhenEveryLaunchReturnedBeforeTheFirstActivityBegan) {
+  // Two kernels launched at 2000 and 2100 (each API call returns 2 us later), run from 10000:
+  // the host was done before the GPU began, so the gap between them is the GPU's own.
+  std::vector<ActivityRecord> r = {Api(2000, 5), Gpu(10000, 20000, 5), Api(2100, 6),
+                                   Gpu(22000, 28000, 6)};
+  EXPECT_TRUE(SplitCall(r, 1000, 5000).queued);
+  // The second launched at 21000, after the first kernel ended (a forward that waited for it
+  // and then worked on the host): the 2 us gap may be the host's; busy is no longer the call.
+  r[2] = Api(21000, 6);
+  CallSplit late = SplitCall(r, 1000, 24000);
+  EXPECT_FALSE(late.queued);
+  EXPECT_DOUBLE_EQ(late.busy_ms, 0.016);
+  EXPECT_DOUBLE_EQ(late.span_ms, 0.018);
+  // A launch whose API call returned only once its copy was done (a synchronous copy): not
+  // queued either, though it started before the GPU did.
+  r = {Api(2000, 5),
+       Gpu(10000, 20000, 5),
+       {ActivityRecord::kApi, 2100, 30500, 6},
+       Gpu(22000, 30000, 6)};
+  EXPECT_FALSE(SplitCall(r, 1000, 31000).queued);
+  // An activity without its API call: when it was launched cannot be told.
+  r = {Api(2000, 5), Gpu(10000, 20000, 5), Gpu(22000, 28000, 99)};
+  EXPECT_FALSE(SplitCall(r, 1000, 5000).queued);
+}
+
 TEST(SplitCallTest, NoActivityIsNotFound) {
   EXPECT_FALSE(SplitCall({Api(2000, 4)}, 1000, 3000).found);
   // A GPU timestamp a little before its API call's (two clocks): no negative times.

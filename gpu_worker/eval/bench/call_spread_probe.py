@@ -11,6 +11,7 @@ Prints one JSON line per process and a spread (max/min - 1) of the medians per t
       [--cupti-first]   (CUPTI's activity tracing on for 5 calls and off again before timing)
       [--spans]         (also the device time, three ways, in the same processes)
       [--program cand]  (the candidate's ModelNew instead of the task's Model)
+      [--span-k 10]     (forwards per sample of `spank_ms`)
 
 --spans (session 22: kforge's device clock moved by 2-8% between processes on programs of a
 few microseconds, where a bare CUDA-graph replay moved by 0.1-1.9%; is it the method or
@@ -31,7 +32,7 @@ import sys
 import time
 
 
-def device_times(model, inputs, flush, samples):
+def device_times(model, inputs, flush, samples, span_k=10):
     """Per-process medians of the device time of one forward, three ways (see --spans)."""
     import os
     import tempfile
@@ -47,7 +48,8 @@ def device_times(model, inputs, flush, samples):
     torch.cuda.synchronize()
     cycles = int(1_000_000 / e0.elapsed_time(e1))  # a pre-roll of about 1 ms
     out = {}
-    for key, flushed in (("span_ms", True), ("span_noflush_ms", False)):
+    for key, flushed, k in (("span_ms", True, 1), ("span_noflush_ms", False, 1),
+                            ("spank_ms", True, span_k)):
         names = []
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
                                                 torch.profiler.ProfilerActivity.CUDA]) as prof:
@@ -55,10 +57,11 @@ def device_times(model, inputs, flush, samples):
                 if flushed:
                     flush.zero_()
                 torch.cuda.synchronize()
-                torch.cuda._sleep(cycles)
+                torch.cuda._sleep(cycles * (1 + k // 2))
                 name = f"kforge_span_{key}_{i}"
                 with torch.profiler.record_function(name):
-                    model(*inputs)
+                    for _ in range(k):
+                        model(*inputs)
                 torch.cuda.synchronize()
                 names.append(name)
         with tempfile.TemporaryDirectory() as tmp:
@@ -67,7 +70,7 @@ def device_times(model, inputs, flush, samples):
             parts = split_samples(json.load(open(path)), set(names))
         # A sample whose launches were still going on when its GPU work began (the pre-roll
         # ran out under the profiler's overhead) holds launch gaps: counted, left out.
-        spans = [parts[n]["span"] for n in names[5:]
+        spans = [parts[n]["span"] / k for n in names[5:]
                  if n in parts and parts[n]["queued"]]
         out[key] = round(statistics.median(spans), 5) if spans else None
         out[key.replace("_ms", "_late")] = sum(1 for n in names[5:]
@@ -100,7 +103,7 @@ def device_times(model, inputs, flush, samples):
     return out
 
 
-def child(corpus, name, samples, cupti_first=False, spans=False, program="ref"):
+def child(corpus, name, samples, cupti_first=False, spans=False, program="ref", span_k=10):
     import torch
     row = next(d for d in map(json.loads, open(corpus))
                if f"{d['level_id']}_{d['task_id']}" == name)
@@ -131,7 +134,7 @@ def child(corpus, name, samples, cupti_first=False, spans=False, program="ref"):
             model(*inputs)
             torch.cuda.synchronize()
             ts.append((time.perf_counter() - t) * 1e3)
-        extra = device_times(model, inputs, flush, samples) if spans else {}
+        extra = device_times(model, inputs, flush, samples, span_k) if spans else {}
     print(json.dumps(dict(task=name, program=program, cupti_first=cupti_first,
                           median_ms=round(statistics.median(ts), 4),
                           first20_ms=round(statistics.median(ts[:20]), 4),
@@ -151,16 +154,21 @@ def main():
                    help="also the device time of one forward three ways (module docstring)")
     p.add_argument("--program", default="ref", choices=("ref", "cand"),
                    help="time the task's Model (ref) or the candidate's ModelNew (cand)")
+    p.add_argument("--span-k", type=int, default=10,
+                   help="back-to-back forwards per sample of spank_ms")
     p.add_argument("--child", default="")
     a = p.parse_args()
     if a.child:
-        return child(a.corpus, a.child, a.samples, a.cupti_first, a.spans, a.program)
-    keys = ["median_ms"] + (["span_ms", "span_noflush_ms", "graph_ms"] if a.spans else [])
+        return child(a.corpus, a.child, a.samples, a.cupti_first, a.spans, a.program,
+                     a.span_k)
+    keys = ["median_ms"] + (["span_ms", "span_noflush_ms", "spank_ms", "graph_ms"]
+                            if a.spans else [])
     for name in a.tasks.split(","):
         rows = []
         for _ in range(a.procs):
             cmd = ([sys.executable, __file__, "--corpus", a.corpus, "--tasks", name,
-                    "--samples", str(a.samples), "--program", a.program, "--child", name]
+                    "--samples", str(a.samples), "--program", a.program,
+                    "--span-k", str(a.span_k), "--child", name]
                    + (["--cupti-first"] if a.cupti_first else [])
                    + (["--spans"] if a.spans else []))
             try:
