@@ -45,6 +45,11 @@ constexpr double kTracedTrialPrerollMs = 0.1;
 constexpr double kFreshInputsMaxMs = 25;
 constexpr int kTimingInputSets = 3;
 constexpr int64_t kMaxTimingSetBytes = 4LL << 30;
+// Fresh timing inputs are placed at up to kInputPlacements addresses in turn, the last sets kept
+// alive together within kPlacementBytes (docs/evaluation.md, "Timing"): a microsecond
+// program's device time depends on where its inputs lie, fixed for the life of a process.
+constexpr int kInputPlacements = 8;
+constexpr int64_t kPlacementBytes = 256LL << 20;
 constexpr double kMaxPrerollMs = 5;  // EvalRequest.timing_preroll_ms
 // The device clock's pre-roll: where it starts, how long it may grow, and how late the host
 // may still launch after it ended before a sample is left out (device_preroll.h).
@@ -929,9 +934,20 @@ class Evaluation {
     const auto made = Clock::now();
     std::vector<TimedInputs> sets;
     sets.push_back(MakeTimedInputs(DeriveSeed(seed_, seeds), 0));
+    int64_t set_bytes = 0;
+    for (const auto& t : TensorsOf(sets[0].ref)) set_bytes += t.nbytes();
+    // Fresh inputs: iteration i's set replaces set i mod `placements`, which is kept alive until
+    // then, so the sets (the judge's, and the candidate's copies in slots of their own group)
+    // lie at `placements` addresses in turn. Where a program's device time depends on the
+    // placement, a median over several is the program's and not this process's (session 23: on
+    // the H200 programs of 2-11 us read 1-13% apart between placements of their inputs in one
+    // process; the median pooled over 8 moved 0.02-1.5% between processes, one placement's
+    // 0.6-4.6%).
+    const int placements =
+        fresh ? static_cast<int>(std::clamp<int64_t>(
+                    kPlacementBytes / std::max<int64_t>(set_bytes, 1), 1, kInputPlacements))
+              : 1;
     if (!fresh) {
-      int64_t set_bytes = 0;
-      for (const auto& t : TensorsOf(sets[0].ref)) set_bytes += t.nbytes();
       for (int k = 1; k < kTimingInputSets && set_bytes * (k + 1) <= kMaxTimingSetBytes; ++k) {
         sets.push_back(MakeTimedInputs(DeriveSeed(seed_, seeds + k), k));
       }
@@ -975,11 +991,15 @@ class Evaluation {
       if (!fresh) {
         current = static_cast<int>(it % sets.size());
       } else {
+        current = static_cast<int>(it % placements);
         if (it > 0) {
-          sets.clear();  // freed before the next set is made
-          sets.push_back(MakeTimedInputs(DeriveSeed(seed_, seeds + it), 0));
+          if (static_cast<size_t>(current) < sets.size()) {
+            sets[current].ref = py::list();  // freed before the next set is made
+            sets[current] = MakeTimedInputs(DeriveSeed(seed_, seeds + it), current);
+          } else {
+            sets.push_back(MakeTimedInputs(DeriveSeed(seed_, seeds + it), current));
+          }
         }
-        current = 0;
       }
       std::string error;
       if (!client_->PoisonOutputs(out_like, &error)) throw std::runtime_error(error);

@@ -103,7 +103,9 @@ def device_times(model, inputs, flush, samples, span_k=10):
     return out
 
 
-def child(corpus, name, samples, cupti_first=False, spans=False, program="ref", span_k=10):
+def load_program(corpus, name, program):
+    """The corpus row's reference Model or candidate ModelNew (seed 42, on the GPU) and its
+    inputs."""
     import torch
     row = next(d for d in map(json.loads, open(corpus))
                if f"{d['level_id']}_{d['task_id']}" == name)
@@ -113,7 +115,12 @@ def child(corpus, name, samples, cupti_first=False, spans=False, program="ref", 
         exec(compile(row["custom_code"], "candidate.py", "exec"), ns)
     torch.manual_seed(42)
     model = ns["Model" if program == "ref" else "ModelNew"](*ns["get_init_inputs"]()).cuda()
-    inputs = [x.cuda() if torch.is_tensor(x) else x for x in ns["get_inputs"]()]
+    return model, [x.cuda() if torch.is_tensor(x) else x for x in ns["get_inputs"]()]
+
+
+def child(corpus, name, samples, cupti_first=False, spans=False, program="ref", span_k=10):
+    import torch
+    model, inputs = load_program(corpus, name, program)
     flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size // 4,
                         device="cuda")
     with torch.no_grad():

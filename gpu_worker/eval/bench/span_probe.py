@@ -42,7 +42,7 @@ METRICS = ("event", "pre", "lat", "span", "pre+span")
 
 
 def split_samples(trace, names):
-    """Per annotation name (one per timed call): pre, lat, span in ms, from a Kineto chrome
+    """Per annotation name (one per timed call): pre, lat, span, busy in ms, from a Kineto chrome
     trace (dict with traceEvents). Calls whose GPU work cannot be found are left out."""
     ev = [e for e in trace.get("traceEvents", []) if e.get("ph") == "X"]
     gpu = {}
@@ -64,7 +64,15 @@ def split_samples(trace, names):
         work = [g for c in calls for g in gpu[c["args"]["correlation"]]]
         first_gpu = min(g["ts"] for g in work)
         last_gpu = max(g["ts"] + g["dur"] for g in work)
-        out[a["name"]] = dict(pre=(calls[0]["ts"] - t0) / 1e3,
+        busy, run_start, run_end = 0.0, None, None  # the work's intervals merged
+        for g in sorted(work, key=lambda g: g["ts"]):
+            if run_end is None or g["ts"] > run_end:
+                busy += (run_end - run_start) if run_end is not None else 0
+                run_start, run_end = g["ts"], g["ts"] + g["dur"]
+            else:
+                run_end = max(run_end, g["ts"] + g["dur"])
+        busy += run_end - run_start
+        out[a["name"]] = dict(busy=busy / 1e3, pre=(calls[0]["ts"] - t0) / 1e3,
                               lat=(first_gpu - calls[0]["ts"]) / 1e3,
                               span=(last_gpu - first_gpu) / 1e3,
                               # every launch made before the GPU began the work: none of

@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""Does a microsecond program's device time depend on where its inputs lie in memory?
+
+Session 23: kforge's device clock (a queued sample's GPU busy time, behind a pre-roll that
+flushes L2) moved by 5-9% between processes for programs of 2-12 us (1_100, 2_14, 2_56), by
+0.2-0.3 us of their medians, and by about 1% (0.3-0.6 us) for programs of 30-55 us, while a
+CUDA graph replay of ten calls in a row (warm L2) moved by 0.2-0.9%. If a process's fixed
+placement of its tensors (virtual and physical pages, DRAM channels, TLB reach after a flush)
+sets the shift, then within one process the time should differ between copies of the inputs at
+different addresses, and a median pooled over several placements should move less between
+processes than one placement's.
+
+Per process (a fresh one for each of --procs): the corpus task's Model or the candidate's
+ModelNew (--program), --placements K copies of the inputs, each allocated after a spacer of a
+different size so that they land at different addresses (all kept alive); --samples rounds, each
+timing every placement once in a shuffled order: L2 flushed (a memset of 2x its size), the
+device drained, a ~1 ms torch.cuda._sleep pre-roll, then one forward; its GPU busy time (union
+of its activities) from torch.profiler's trace. Prints per process the per-placement medians,
+their spread, placement 0's median and the pooled median; then per task the spread over the
+processes of placement 0's medians against that of the pooled medians.
+
+  placement_probe.py --corpus cudal1_a100.jsonl --tasks 1_100,2_14 [--program cand|ref]
+      [--procs 3] [--placements 8] [--samples 30]
+"""
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+
+
+def child(corpus, name, program, placements, samples):
+    import torch
+    from call_spread_probe import load_program
+    from span_probe import split_samples
+    model, inputs = load_program(corpus, name, program)
+    flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size // 4,
+                        device="cuda")
+    keep, sets = [], []
+    for p in range(placements):
+        keep.append(torch.empty(p * 1_441_792 + 65_536 * (p % 3), dtype=torch.uint8,
+                                device="cuda"))
+        sets.append([x.clone() if torch.is_tensor(x) else x for x in inputs])
+    with torch.no_grad():
+        for s in sets:
+            model(*s)
+        torch.cuda._sleep(1000)
+        torch.cuda.synchronize()
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(100_000)
+        e0.record()
+        torch.cuda._sleep(1_000_000)
+        e1.record()
+        torch.cuda.synchronize()
+        cycles = int(1_000_000 / e0.elapsed_time(e1))
+        rng = random.Random(7)
+        names = []
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
+                                                torch.profiler.ProfilerActivity.CUDA]) as prof:
+            for i in range(samples):
+                order = list(range(placements))
+                rng.shuffle(order)
+                for p in order:
+                    flush.zero_()
+                    torch.cuda.synchronize()
+                    torch.cuda._sleep(cycles)
+                    n = f"kforge_place_{p}_{i}"
+                    with torch.profiler.record_function(n):
+                        model(*sets[p])
+                    torch.cuda.synchronize()
+                    names.append((p, i, n))
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "trace.json")
+            prof.export_chrome_trace(path)
+            parts = split_samples(json.load(open(path)), {n for _, _, n in names})
+    busy = {p: [] for p in range(placements)}
+    for p, i, n in names:
+        if i >= 3 and n in parts and parts[n]["queued"]:
+            busy[p].append(parts[n]["busy"])
+    med = {p: statistics.median(v) for p, v in busy.items() if v}
+    pooled = statistics.median([x for v in busy.values() for x in v])
+    addrs = [hex(s[0].data_ptr()) for s in sets if torch.is_tensor(s[0])]
+    print(json.dumps(dict(task=name, program=program, pooled_ms=round(pooled, 6),
+                          first_ms=round(med.get(0, 0), 6),
+                          placement_spread=round(max(med.values()) / min(med.values()) - 1, 4),
+                          per_placement_ms=[round(med[p], 6) for p in sorted(med)],
+                          n=[len(busy[p]) for p in sorted(busy)], addresses=addrs)),
+          flush=True)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--corpus", required=True)
+    p.add_argument("--tasks", required=True)
+    p.add_argument("--program", default="cand", choices=("ref", "cand"))
+    p.add_argument("--procs", type=int, default=3)
+    p.add_argument("--placements", type=int, default=8)
+    p.add_argument("--samples", type=int, default=30)
+    p.add_argument("--child", default="")
+    a = p.parse_args()
+    if a.child:
+        return child(a.corpus, a.child, a.program, a.placements, a.samples)
+    for name in a.tasks.split(","):
+        rows = []
+        for _ in range(a.procs):
+            cmd = [sys.executable, __file__, "--corpus", a.corpus, "--tasks", name,
+                   "--program", a.program, "--placements", str(a.placements),
+                   "--samples", str(a.samples), "--child", name]
+            try:
+                out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+            except subprocess.TimeoutExpired:
+                print(json.dumps(dict(task=name, error="timed out after 120 s")), flush=True)
+                continue
+            line = (out.stdout.strip().splitlines() or [""])[-1]
+            if out.returncode != 0 or not line.startswith("{"):
+                print(json.dumps(dict(task=name, error=f"exit {out.returncode}",
+                                      stderr=out.stderr[-600:])), flush=True)
+                continue
+            print(line, flush=True)
+            rows.append(json.loads(line))
+        summary = dict(task=name, program=a.program, summary=True)
+        for k in ("first_ms", "pooled_ms"):
+            v = [r[k] for r in rows if r.get(k)]
+            summary[k] = dict(spread=round(max(v) / min(v) - 1, 4) if v else None, values=v)
+        print(json.dumps(summary), flush=True)
+
+
+if __name__ == "__main__":
+    main()
