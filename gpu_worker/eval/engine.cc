@@ -45,11 +45,7 @@ constexpr double kTracedTrialPrerollMs = 0.1;
 constexpr double kFreshInputsMaxMs = 25;
 constexpr int kTimingInputSets = 3;
 constexpr int64_t kMaxTimingSetBytes = 4LL << 30;
-// Fresh timing inputs are placed at up to kInputPlacements addresses in turn, the last sets kept
-// alive together within kPlacementBytes (docs/evaluation.md, "Timing"): a microsecond
-// program's device time depends on where its inputs lie, fixed for the life of a process.
-constexpr int kInputPlacements = 8;
-constexpr int64_t kPlacementBytes = 256LL << 20;
+constexpr uint32_t kSamplesPerPlacement = 5;  // the device clock's least, with placements
 constexpr double kMaxPrerollMs = 5;  // EvalRequest.timing_preroll_ms
 // The device clock's pre-roll: where it starts, how long it may grow, and how late the host
 // may still launch after it ended before a sample is left out (device_preroll.h).
@@ -936,17 +932,10 @@ class Evaluation {
     sets.push_back(MakeTimedInputs(DeriveSeed(seed_, seeds), 0));
     int64_t set_bytes = 0;
     for (const auto& t : TensorsOf(sets[0].ref)) set_bytes += t.nbytes();
-    // Fresh inputs: iteration i's set replaces set i mod `placements`, which is kept alive until
-    // then, so the sets (the judge's, and the candidate's copies in slots of their own group)
-    // lie at `placements` addresses in turn. Where a program's device time depends on the
-    // placement, a median over several is the program's and not this process's (session 23: on
-    // the H200 programs of 2-11 us read 1-13% apart between placements of their inputs in one
-    // process; the median pooled over 8 moved 0.02-1.5% between processes, one placement's
-    // 0.6-4.6%).
-    const int placements =
-        fresh ? static_cast<int>(std::clamp<int64_t>(
-                    kPlacementBytes / std::max<int64_t>(set_bytes, 1), 1, kInputPlacements))
-              : 1;
+    // Fresh inputs: iteration i's set replaces set i mod `placements`, kept alive until then,
+    // so the sets (the judge's, and the candidate's copies in slots of their own group) lie at
+    // `placements` addresses in turn (InputPlacements, timing.h).
+    const int placements = InputPlacements(fresh, device, set_bytes);
     if (!fresh) {
       for (int k = 1; k < kTimingInputSets && set_bytes * (k + 1) <= kMaxTimingSetBytes; ++k) {
         sets.push_back(MakeTimedInputs(DeriveSeed(seed_, seeds + k), k));
@@ -1161,7 +1150,14 @@ class Evaluation {
     o.cuda = target_.cuda;
     o.device = target_.index;
     o.l2_bytes = result_.system().l2_cache_bytes();
-    if (req_.min_samples()) o.min_samples = req_.min_samples();
+    if (req_.min_samples()) {
+      o.min_samples = req_.min_samples();
+    } else if (device && placements > 1) {
+      // Every placement sampled several times before the stop rule may end the sampling: with
+      // 20 samples over 8 placements (2-3 each) the median still moved 3-7% between processes
+      // for programs of 2-5 us (session 23, call 4).
+      o.min_samples = std::max<uint32_t>(o.min_samples, kSamplesPerPlacement * placements);
+    }
     // The call clock's samples carry the host's and the signalling's noise: its stop rule asks
     // for a 1% standard error (a speedup interval of about +-3%), the device clock's for 0.5%.
     o.max_rel_stderr = req_.max_rel_stderr() > 0 ? req_.max_rel_stderr()

@@ -100,6 +100,12 @@ double CallHopMs(double calibrated_ms, const std::vector<double>& raw_ms,
   return std::min(hop, std::max(room, 0.0));
 }
 
+int InputPlacements(bool fresh, bool device_phase, int64_t set_bytes) {
+  if (!fresh || !device_phase) return 1;
+  return static_cast<int>(
+      std::clamp<int64_t>(kPlacementBytes / std::max<int64_t>(set_bytes, 1), 1, kInputPlacements));
+}
+
 double RelStderrOfMedian(std::vector<double> v) {
   if (v.size() < 3) return 1;
   std::sort(v.begin(), v.end());

@@ -158,6 +158,21 @@ struct TimingOutcome {
 TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate,
                               const TimingOptions& options, const IterationHooks& hooks = {});
 
+// How many addresses a timing phase's input sets lie at in turn (docs/evaluation.md, "Timing";
+// iteration i uses set i mod the count, which stayed alive until then): up to
+// kInputPlacements for the device clock's phase with fresh inputs, while that many sets of
+// `set_bytes` fit in kPlacementBytes; otherwise 1. On the H200 a program of a few
+// microseconds read 1-13% apart between placements of its inputs in one process, and a
+// process's placement is fixed: the median pooled over 8 moved 0.02-1.5% between processes,
+// one placement's 0.6-4.6% (session 23). The call clock's phase keeps one: its samples are the
+// host's, whose noise is far above that, and with placements in both phases its repeats fell
+// outside their intervals more often (session 23: 12 of 64 in call 4, 4 of 64 in call 2),
+// which one run cannot tell from noise. Rotating sets (slow get_inputs()) are placed as they
+// are made.
+inline constexpr int kInputPlacements = 8;
+inline constexpr int64_t kPlacementBytes = 256LL << 20;
+int InputPlacements(bool fresh, bool device_phase, int64_t set_bytes);
+
 // The standard error of the samples' median relative to the median, from the distribution-free
 // 95% confidence interval of the median (order statistics); 1 for fewer than 3 samples or a
 // median <= 0. Robust to heavy tails: a few slow samples widen it by their count, not by

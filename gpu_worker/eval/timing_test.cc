@@ -59,6 +59,16 @@ TEST(CallHopTest, TheCalibrationUnlessTheCandidatesFastestCallLeftLessBesideItsO
   EXPECT_DOUBLE_EQ(CallHopMs(0.05, {0.30}, {1e-9}), 0.05);
 }
 
+TEST(InputPlacementsTest, EightForTheDeviceClocksFreshInputsWithinTheirBytes) {
+  EXPECT_EQ(InputPlacements(true, true, 512), 8);
+  EXPECT_EQ(InputPlacements(true, true, 0), 8);
+  EXPECT_EQ(InputPlacements(true, true, 32LL << 20), 8);  // 8 x 32 MiB = 256 MiB
+  EXPECT_EQ(InputPlacements(true, true, 100LL << 20), 2);
+  EXPECT_EQ(InputPlacements(true, true, 300LL << 20), 1);
+  EXPECT_EQ(InputPlacements(true, false, 512), 1);  // the call clock's phase
+  EXPECT_EQ(InputPlacements(false, true, 512), 1);  // rotating sets
+}
+
 TEST(RelStderrOfMedianTest, TooFewOrNonPositiveSamplesAreUnknown) {
   EXPECT_EQ(RelStderrOfMedian({1.0, 1.0}), 1);
   EXPECT_EQ(RelStderrOfMedian({0.0, 0.0, 0.0}), 1);
