@@ -18,11 +18,16 @@
 namespace kforge::eval {
 
 CallSplit SplitCall(const std::vector<ActivityRecord>& records, uint64_t mark, uint64_t ret) {
-  // correlation -> the API call's start and end
+  // correlation -> the API calls' earliest start and latest end (a runtime call and the driver
+  // call inside it may share one)
   std::unordered_map<uint32_t, std::pair<uint64_t, uint64_t>> api_call;
   for (const auto& r : records) {
-    if (r.kind == ActivityRecord::kApi)
-      api_call.emplace(r.correlation, std::make_pair(r.start, r.end));
+    if (r.kind != ActivityRecord::kApi) continue;
+    auto [it, added] = api_call.emplace(r.correlation, std::make_pair(r.start, r.end));
+    if (!added) {
+      it->second.first = std::min(it->second.first, r.start);
+      it->second.second = std::max(it->second.second, r.end);
+    }
   }
   CallSplit s;
   uint64_t first = std::numeric_limits<uint64_t>::max(), last = 0;
@@ -71,11 +76,16 @@ CallSplit SplitCall(const std::vector<ActivityRecord>& records, uint64_t mark, u
   s.pre_ms = static_cast<double>(pre_end - mark) / 1e6;
   s.lat_ms = first > pre_end ? static_cast<double>(first - pre_end) / 1e6 : 0;
   s.span_ms = static_cast<double>(last - first) / 1e6;
-  s.queued = !unlaunched && last_api_end <= first;
+  // Both sides of `first >= timer_end` are GPU timestamps; `last_api_end <= first` compares
+  // the host's clock with them (CUPTI normalises the GPU's to it).
+  s.queued = !unlaunched && first >= timer_end && last_api_end <= first;
   std::sort(intervals.begin(), intervals.end());
-  uint64_t busy = 0, run_start = 0, run_end = 0;
+  uint64_t busy = 0, long_gaps = 0, run_start = 0, run_end = 0;
   for (size_t i = 0; i < intervals.size(); ++i) {
     if (i == 0 || intervals[i].first > run_end) {
+      if (i > 0 && intervals[i].first - run_end > kMaxFrontEndGapNs) {
+        long_gaps += intervals[i].first - run_end;
+      }
       busy += run_end - run_start;
       run_start = intervals[i].first;
       run_end = intervals[i].second;
@@ -85,6 +95,7 @@ CallSplit SplitCall(const std::vector<ActivityRecord>& records, uint64_t mark, u
   }
   busy += run_end - run_start;
   s.busy_ms = static_cast<double>(busy) / 1e6;
+  s.work_ms = static_cast<double>(busy + long_gaps) / 1e6;
   s.post_ms = ret > last ? static_cast<double>(ret - last) / 1e6 : 0;
   const uint64_t window_end = std::max(last, ret);
   s.window_ms = window_end > host_from ? static_cast<double>(window_end - host_from) / 1e6 : 0;

@@ -72,6 +72,9 @@ int Hook(const char* event, PyObject* args, void*) {
       }
     }
   }
+  if (e.name == "import" && args != nullptr && PyTuple_Check(args) && PyTuple_GET_SIZE(args) >= 1) {
+    e.module = Utf8(PyTuple_GET_ITEM(args, 0));
+  }
   std::string reason = NativeCodeReason(e);
   if (reason.empty()) return 0;
   if (!SamePipe()) Die("was closed or replaced");
@@ -103,6 +106,15 @@ std::string NativeCodeReason(const AuditEvent& e) {
     return "a program started (a compiler, a shell: native code)";
   }
   if (n == "os.fork" || n == "os.forkpty") return "a forked process";
+  if (n == "import") {
+    const std::string_view m = e.module;
+    for (std::string_view raw : {"cuda", "cupy", "cupy_backends", "pycuda", "numba.cuda"}) {
+      if (m == raw || (StartsWith(m, raw) && m.size() > raw.size() && m[raw.size()] == '.')) {
+        return "a package that calls the CUDA driver with raw pointers and host functions (" +
+               std::string(m.substr(0, 120)) + ")";
+      }
+    }
+  }
   if (n == "code.__new__") return "a code object built from raw bytecode";
   if (n == "open") {
     bool writes = e.mode.find_first_of("wax+") != std::string_view::npos;

@@ -32,16 +32,21 @@
 
 namespace kforge::eval {
 
-// One audit event, as far as the classification needs it ("open": its path, mode and flags).
+// One audit event, as far as the classification needs it ("open": its path, mode and flags;
+// "import": the module's name).
 struct AuditEvent {
   std::string_view name;
+  std::string_view module;         // "import" only
   std::string_view path;           // "open" only
   std::string_view mode;           // "open" by the builtin open: "rb", "w", ...
   std::optional<int64_t> flags;    // "open" by os.open: O_* flags
 };
 
 // Why `e` reaches native code or lets the process change its own memory or files (ctypes but
-// loading a library already on disk, a
+// loading a library already on disk, an import of a package that calls the CUDA driver or
+// runtime with raw pointers and host functions (cuda-python's `cuda`, cupy, pycuda, numba's
+// cuda: stream waits on host-written values, host functions in stream order, copies to any
+// address), a
 // program started or exec'd, a fork, crafted bytecode, marshalled code, a file opened for
 // writing), or "" when it does not. Not marshal.loads: the import system raises it for every
 // cached module it loads (crafted bytecode unmarshalled is among the gaps named above).

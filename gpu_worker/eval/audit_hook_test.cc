@@ -37,6 +37,25 @@ TEST(NativeCodeReason, PurePythonEventsDoNot) {
   }
 }
 
+std::string Import(const char* module) {
+  AuditEvent e;
+  e.name = "import";
+  e.module = module;
+  return NativeCodeReason(e);
+}
+
+TEST(NativeCodeReason, RawCudaBindingsTaintOtherImportsDoNot) {
+  for (const char* m :
+       {"cuda", "cuda.bindings", "cuda.bindings.driver", "cuda.cudart", "cupy", "cupy.cuda.runtime",
+        "cupy_backends.cuda.api.driver", "pycuda.driver", "numba.cuda"}) {
+    EXPECT_NE(Import(m), "") << m;
+  }
+  for (const char* m : {"torch", "torch.cuda", "kforge.cuda", "cudaext", "numba", "triton",
+                        "cupyx_lookalike", ""}) {
+    EXPECT_EQ(Import(m), "") << m;
+  }
+}
+
 TEST(NativeCodeReason, FilesOpenedForWritingTaintReadingDoesNot) {
   EXPECT_EQ(Open("/etc/hostname", "r"), "");
   EXPECT_EQ(Open("/etc/hostname", "rb"), "");

@@ -570,6 +570,7 @@ class CandidateProcess {
       claim->set_found(r.ok);
       claim->set_span_ms(r.span_ms);
       claim->set_busy_ms(r.busy_ms);
+      claim->set_work_ms(r.work_ms);
       claim->set_queued(r.queued);
       claim->set_late_host_ms(r.late_host_ms);
       claim->set_no_span(Bounded(r.why_not));

@@ -885,8 +885,8 @@ class Evaluation {
     double preroll_ms = 0;
     std::string note;
     // Device clock: the kept samples' busy times and spans, and how many of the kept samples
-    // were timed by their span because forward had not launched all its work before the first
-    // of it began (CallSplit::queued).
+    // were timed by their span because the call was not queued whole behind the pre-roll
+    // (CallSplit::queued).
     std::vector<double> ref_busy, cand_busy, ref_span, cand_span;
     uint32_t ref_unqueued = 0, cand_unqueued = 0;
   };
@@ -1031,19 +1031,21 @@ class Evaluation {
     };
     Program ref, cand;
     if (device) {
-      // A sample's device time (docs/evaluation.md, "Two clocks"): its GPU busy time where
-      // forward launched all its work before the first of it began, else its span. The
-      // reference's measured here; the candidate's, measured in its process, used only when
-      // its span is no longer than the judge saw the whole call take.
-      auto device_time = [&](double span, double busy, bool queued, std::vector<double>* spans,
-                             std::vector<double>* busies, uint32_t* unqueued) {
-        const bool by_busy = queued && std::isfinite(busy) && busy > 0;
+      // A sample's device time (docs/evaluation.md, "Two clocks"): its span less the short
+      // idle gaps between its activities (CallSplit::work_ms) where the call was queued whole
+      // behind the pre-roll, else its span. The reference's measured here; the candidate's,
+      // measured in its process, used only when its span is no longer than the judge saw the
+      // whole call take.
+      auto device_time = [&](double span, double busy, double work, bool queued,
+                             std::vector<double>* spans, std::vector<double>* busies,
+                             uint32_t* unqueued) {
+        const bool by_work = queued && std::isfinite(work) && work > 0;
         if (sampled()) {
           spans->push_back(span);
           if (std::isfinite(busy) && busy > 0) busies->push_back(std::min(busy, span));
-          if (!by_busy) ++*unqueued;
+          if (!by_work) ++*unqueued;
         }
-        return by_busy ? std::min(busy, span) : span;
+        return by_work ? std::min(work, span) : span;
       };
       ref = [&](int s) {
         DeviceClock::Reading r =
@@ -1052,8 +1054,8 @@ class Evaluation {
         if (r.ok) ++ref_busy_calls;
         reported = std::nan("");
         if (r.ok && preroll.Keep(r.late_host_ms)) {
-          reported = device_time(r.span_ms, r.busy_ms, r.queued, &phase->ref_span, &phase->ref_busy,
-                                 &phase->ref_unqueued);
+          reported = device_time(r.span_ms, r.busy_ms, r.work_ms, r.queued, &phase->ref_span,
+                                 &phase->ref_busy, &phase->ref_unqueued);
         }
       };
       cand = [&](int s) {
@@ -1092,8 +1094,8 @@ class Evaluation {
           ++unusable_count;
         } else if (preroll.Keep(c.late_host_ms())) {
           // A claim: its busy time kept only when positive and finite, and never above the span.
-          reported = device_time(c.span_ms(), c.busy_ms(), c.queued(), &phase->cand_span,
-                                 &phase->cand_busy, &phase->cand_unqueued);
+          reported = device_time(c.span_ms(), c.busy_ms(), c.work_ms(), c.queued(),
+                                 &phase->cand_span, &phase->cand_busy, &phase->cand_unqueued);
         }
         for (const at::Tensor& o : client_->outputs()) cand_copy.push_back(o.clone());
       };
@@ -1256,8 +1258,8 @@ class Evaluation {
         if (phase->ref_unqueued + phase->cand_unqueued > 0) {
           note += (note.empty() ? "" : "; ") + std::to_string(phase->ref_unqueued) + " of the " +
                   "reference's and " + std::to_string(phase->cand_unqueued) +
-                  " of the candidate's samples timed by their span, not their busy time (forward "
-                  "still launched after its first GPU work began)";
+                  " of the candidate's samples timed by their span (not queued whole behind the "
+                  "pre-roll: launched late, work beside the pre-roll, or an unlaunched activity)";
         }
         if (preroll.dropped() > 0) {
           note += (note.empty() ? "" : "; ") + std::to_string(preroll.dropped()) +

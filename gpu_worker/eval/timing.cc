@@ -737,6 +737,7 @@ DeviceClock::Reading DeviceClock::Sample(const std::function<void()>& p, double 
     r.ok = true;
     r.span_ms = s.split.span_ms;
     r.busy_ms = s.split.busy_ms;
+    r.work_ms = s.split.work_ms;
     r.queued = s.split.queued;
     for (uint32_t id : s.split.kernels) r.kernels.push_back(ActivityTrace::KernelName(id));
   }

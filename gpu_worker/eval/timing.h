@@ -225,7 +225,8 @@ class DeviceClock {
     bool ok = false;
     double span_ms = 0;
     double busy_ms = 0;  // CallSplit::busy_ms
-    bool queued = false;  // CallSplit::queued: busy_ms is the call's device time
+    double work_ms = 0;  // CallSplit::work_ms
+    bool queued = false;  // CallSplit::queued: work_ms is the call's device time
     // How long the host was still launching after the pre-roll ended (the pre-roll was that
     // much too short, and the span holds launch gaps).
     double late_host_ms = 0;

@@ -225,6 +225,48 @@ TEST(SplitCallTest, QueuedOnlyWhenEveryLaunchReturnedBeforeTheFirstActivityBegan
   EXPECT_FALSE(SplitCall(r, 1000, 5000).queued);
 }
 
+TEST(SplitCallTest, WorkBesideThePreRollIsNotQueued) {
+  // A pre-roll to 300000. The call's result copy is queued behind it on its stream (from
+  // 301000), but its input copy went to a side stream and ran beside the pre-roll (from 6000):
+  // the host could compute the result between the two while the pre-roll still held the GPU.
+  // Busy time would leave all that out; the span counts it, and the call is not queued.
+  std::vector<ActivityRecord> r = {Api(500, 2),  Gpu(900, 300000, 2),
+                                   Api(3000, 6), Gpu(301000, 302000, 6),
+                                   Api(4000, 7), Gpu(6000, 7000, 7)};
+  CallSplit s = SplitCall(r, 1000, 5000);
+  EXPECT_FALSE(s.queued);
+  EXPECT_DOUBLE_EQ(s.busy_ms, 0.002);
+  EXPECT_DOUBLE_EQ(s.span_ms, 0.296);
+  // The same two copies both behind the pre-roll: queued.
+  r[5] = Gpu(302500, 303500, 7);
+  EXPECT_TRUE(SplitCall(r, 1000, 5000).queued);
+}
+
+TEST(SplitCallTest, WorkLeavesOutOnlyTheFrontEndsShortGaps) {
+  // Three activities after a pre-roll, the gaps 2 us and 50 us (a stream waiting on something
+  // that is no kernel, copy or memset: a value the host writes, a host function). Work time
+  // leaves out the 2 us and counts the 50 us; busy time leaves out both.
+  std::vector<ActivityRecord> r = {
+      Api(500, 2),  Gpu(900, 300000, 2),    Api(3000, 5), Gpu(301000, 311000, 5),
+      Api(3100, 6), Gpu(313000, 323000, 6), Api(3200, 7), Gpu(373000, 383000, 7)};
+  CallSplit s = SplitCall(r, 1000, 5000);
+  EXPECT_TRUE(s.queued);
+  EXPECT_DOUBLE_EQ(s.span_ms, 0.082);
+  EXPECT_DOUBLE_EQ(s.busy_ms, 0.030);
+  EXPECT_DOUBLE_EQ(s.work_ms, 0.080);
+}
+
+TEST(SplitCallTest, ARuntimeAndADriverRecordOfOneLaunchSpanBoth) {
+  // Two API records share correlation 5 (a runtime call and the driver call inside it): the
+  // launch returned only at the later end, after the GPU began: not queued.
+  std::vector<ActivityRecord> r = {Api(500, 2),
+                                   Gpu(900, 300000, 2),
+                                   {ActivityRecord::kApi, 3000, 3500, 5},
+                                   {ActivityRecord::kApi, 2900, 305000, 5},
+                                   Gpu(301000, 311000, 5)};
+  EXPECT_FALSE(SplitCall(r, 1000, 306000).queued);
+}
+
 TEST(SplitCallTest, NoActivityIsNotFound) {
   EXPECT_FALSE(SplitCall({Api(2000, 4)}, 1000, 3000).found);
   // A GPU timestamp a little before its API call's (two clocks): no negative times.
