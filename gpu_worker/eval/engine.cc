@@ -1160,6 +1160,8 @@ class Evaluation {
       // for programs of 2-5 us (session 23, call 4).
       o.min_samples = std::max<uint32_t>(o.min_samples, kSamplesPerPlacement * placements);
     }
+    // Each placement's first call, the first to touch its memory, is a warm-up.
+    o.warmup = std::max(o.warmup, placements);
     // The call clock's samples carry the host's and the signalling's noise: its stop rule asks
     // for a 1% standard error (a speedup interval of about +-3%), the device clock's for 0.5%.
     o.max_rel_stderr = req_.max_rel_stderr() > 0 ? req_.max_rel_stderr()
