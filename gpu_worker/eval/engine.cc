@@ -45,7 +45,9 @@ constexpr double kTracedTrialPrerollMs = 0.1;
 constexpr double kFreshInputsMaxMs = 25;
 constexpr int kTimingInputSets = 3;
 constexpr int64_t kMaxTimingSetBytes = 4LL << 30;
-constexpr uint32_t kSamplesPerPlacement = 5;  // the device clock's least, with placements
+// The device clock's least samples per input placement, for programs below kPlacementShortMs.
+constexpr uint32_t kSamplesPerPlacement = 5;
+constexpr double kPlacementShortMs = 0.1;
 constexpr double kMaxPrerollMs = 5;  // EvalRequest.timing_preroll_ms
 // The device clock's pre-roll: where it starts, how long it may grow, and how late the host
 // may still launch after it ended before a sample is left out (device_preroll.h).
@@ -1155,10 +1157,12 @@ class Evaluation {
     if (req_.min_samples()) {
       o.min_samples = req_.min_samples();
     } else if (device && placements > 1) {
-      // Every placement sampled several times before the stop rule may end the sampling: with
-      // 20 samples over 8 placements (2-3 each) the median still moved 3-7% between processes
-      // for programs of 2-5 us (session 23, call 4).
-      o.min_samples = std::max<uint32_t>(o.min_samples, kSamplesPerPlacement * placements);
+      // Every placement of a short program sampled several times before the stop rule may end
+      // the sampling: with 20 samples over 8 placements (2-3 each) the median still moved 3-7%
+      // between processes for programs of 2-5 us (session 23, call 4); programs of 50 us and
+      // more moved little with their placement (call 3).
+      o.short_min_samples = kSamplesPerPlacement * placements;
+      o.short_below_ms = kPlacementShortMs;
     }
     // Each placement's first call, the first to touch its memory, is a warm-up.
     o.warmup = std::max(o.warmup, placements);

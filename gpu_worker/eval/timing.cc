@@ -629,16 +629,20 @@ TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate
     }
     if (!checked()) return out;
     const std::vector<double> ref_ms = shared.Pooled(out.ref.ms);
-    bool enough =
-        ref_ms.size() >= o.min_samples && PreciseEnough(ref_ms, o) &&
-        shared.EnoughNew(out.ref.ms) &&
-        (!has_candidate || (out.cand.ms.size() >= o.min_samples && PreciseEnough(out.cand.ms, o)));
+    // Whether a program has its minimum of samples (TimingOptions::short_min_samples).
+    auto has_minimum = [&o](const std::vector<double>& ms) {
+      const bool short_program =
+          o.short_min_samples > o.min_samples && !ms.empty() && Median(ms) < o.short_below_ms;
+      return ms.size() >= (short_program ? o.short_min_samples : o.min_samples);
+    };
+    bool enough = has_minimum(ref_ms) && PreciseEnough(ref_ms, o) && shared.EnoughNew(out.ref.ms) &&
+                  (!has_candidate || (has_minimum(out.cand.ms) && PreciseEnough(out.cand.ms, o)));
     if (enough) {
       converged = true;
       break;
     }
-    if (o.settled && ref_ms.size() >= o.min_samples && shared.EnoughNew(out.ref.ms) &&
-        (!has_candidate || out.cand.ms.size() >= o.min_samples) && o.settled()) {
+    if (o.settled && has_minimum(ref_ms) && shared.EnoughNew(out.ref.ms) &&
+        (!has_candidate || has_minimum(out.cand.ms)) && o.settled()) {
       out.settled = true;
       break;
     }

@@ -82,6 +82,10 @@ struct TimingOptions {
   int device = 0;
   uint64_t l2_bytes = 0;
   uint32_t min_samples = 20;
+  // A program whose median so far is below `short_below_ms` needs `short_min_samples` (where
+  // larger): the device clock's input placements, which move such programs most (engine.cc).
+  uint32_t short_min_samples = 0;
+  double short_below_ms = 0;
   uint32_t max_samples = 2000;
   double max_rel_stderr = 0.005;
   // The stop rule asks no more of a median than a standard error of half its between-process

@@ -406,6 +406,23 @@ TEST(TimeInterleavedTest, TheStopRuleAsksNoMoreThanHalfTheBetweenProcessSpread) 
   EXPECT_EQ(TimeInterleaved(program, program, o).ref.ms.size(), 20u);
 }
 
+TEST(TimeInterleavedTest, AShortProgramGetsItsLargerMinimumALongOneDoesNot) {
+  TimingOptions o;
+  o.warmup = 1;
+  o.min_samples = 5;
+  o.short_min_samples = 15;
+  o.short_below_ms = 0.1;
+  o.max_samples = 200;
+  o.max_rel_stderr = 100;  // precise enough from the first samples: the minimum decides
+  o.time_cap_s = 60;
+  auto long_program = [](int) { Spin(0.3); };
+  auto short_program = [](int) { Spin(0.01); };
+  EXPECT_EQ(TimeInterleaved(long_program, long_program, o).cand.ms.size(), 5u);
+  // Either program short: sampling goes on until the short one has its 15.
+  EXPECT_EQ(TimeInterleaved(long_program, short_program, o).cand.ms.size(), 15u);
+  EXPECT_EQ(TimeInterleaved(short_program, long_program, o).ref.ms.size(), 15u);
+}
+
 TEST(TimeInterleavedTest, ASharedReferenceIsTimedInOneIterationOfFourAndPooled) {
   int timed = 0, untimed = 0;
   TimingOptions o;
