@@ -46,7 +46,8 @@ round), median over the rounds:
   fails that check) ends the child; the row is measured again in a fresh child with `events`.
   Graph replay also drops the GPU's gaps between a forward's kernels that queued eager
   launches still have (kforge's device clock spanned them until session 23; since then it
-  leaves out those of at most 10 us where a call was queued whole behind its pre-roll).
+  leaves out those of at most 4 us, 20 us in all, where a call was queued whole behind its
+  pre-roll).
 * `events`: per sample an L2 flush, a pre-roll spin (torch.cuda._sleep) of at least
   --preroll-ms (default 1 ms) and twice the call's host dispatch time, so the forward's
   launches queue while it runs, then CUDA events on the current stream around one call.

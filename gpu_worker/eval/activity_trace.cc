@@ -21,8 +21,10 @@ CallSplit SplitCall(const std::vector<ActivityRecord>& records, uint64_t mark, u
   // correlation -> the API calls' earliest start and latest end (a runtime call and the driver
   // call inside it may share one)
   std::unordered_map<uint32_t, std::pair<uint64_t, uint64_t>> api_call;
+  bool host_ordered = false;  // an API call that waits for the host or runs host code
   for (const auto& r : records) {
     if (r.kind != ActivityRecord::kApi) continue;
+    host_ordered = host_ordered || r.host_ordered;
     auto [it, added] = api_call.emplace(r.correlation, std::make_pair(r.start, r.end));
     if (!added) {
       it->second.first = std::min(it->second.first, r.start);
@@ -34,6 +36,7 @@ CallSplit SplitCall(const std::vector<ActivityRecord>& records, uint64_t mark, u
   uint64_t first_api = std::numeric_limits<uint64_t>::max(), last_api_end = 0;
   bool unlaunched = false;  // a GPU activity no recorded API call of the call launched
   uint64_t timer_end = 0;  // the end of the GPU work launched before the mark
+  int timer_activities = 0;
   std::vector<std::pair<uint64_t, uint64_t>> intervals;  // the call's activities
   std::vector<std::pair<uint64_t, uint32_t>> kernels;    // the call's kernels: start, name
   for (const auto& r : records) {
@@ -44,11 +47,12 @@ CallSplit SplitCall(const std::vector<ActivityRecord>& records, uint64_t mark, u
     const bool launched_before = api != api_call.end() ? api->second.first < mark : r.start < mark;
     if (r.end < mark || launched_before) {
       timer_end = std::max(timer_end, r.end);  // launched before the call
+      ++timer_activities;
       continue;
     }
     ++s.gpu_activities;
     if (r.kernel != 0) kernels.emplace_back(r.start, r.kernel);
-    if (r.end > r.start) intervals.emplace_back(r.start, r.end);
+    if (r.end >= r.start) intervals.emplace_back(r.start, r.end);  // zero-length ones too: gaps
     first = std::min(first, r.start);
     last = std::max(last, r.end);
     if (api == api_call.end()) {
@@ -78,13 +82,19 @@ CallSplit SplitCall(const std::vector<ActivityRecord>& records, uint64_t mark, u
   s.span_ms = static_cast<double>(last - first) / 1e6;
   // Both sides of `first >= timer_end` are GPU timestamps; `last_api_end <= first` compares
   // the host's clock with them (CUPTI normalises the GPU's to it).
-  s.queued = !unlaunched && first >= timer_end && last_api_end <= first;
+  s.queued = timer_activities == 1 && !host_ordered && !unlaunched && first >= timer_end &&
+             last_api_end <= first;
   std::sort(intervals.begin(), intervals.end());
-  uint64_t busy = 0, long_gaps = 0, run_start = 0, run_end = 0;
+  uint64_t busy = 0, counted_gaps = 0, short_gaps = 0, run_start = 0, run_end = 0;
   for (size_t i = 0; i < intervals.size(); ++i) {
     if (i == 0 || intervals[i].first > run_end) {
-      if (i > 0 && intervals[i].first - run_end > kMaxFrontEndGapNs) {
-        long_gaps += intervals[i].first - run_end;
+      if (i > 0) {
+        const uint64_t gap = intervals[i].first - run_end;
+        if (gap > kMaxFrontEndGapNs || short_gaps + gap > kMaxFrontEndGapsNs) {
+          counted_gaps += gap;
+        } else {
+          short_gaps += gap;
+        }
       }
       busy += run_end - run_start;
       run_start = intervals[i].first;
@@ -95,7 +105,7 @@ CallSplit SplitCall(const std::vector<ActivityRecord>& records, uint64_t mark, u
   }
   busy += run_end - run_start;
   s.busy_ms = static_cast<double>(busy) / 1e6;
-  s.work_ms = static_cast<double>(busy + long_gaps) / 1e6;
+  s.work_ms = static_cast<double>(busy + counted_gaps) / 1e6;
   s.post_ms = ret > last ? static_cast<double>(ret - last) / 1e6 : 0;
   const uint64_t window_end = std::max(last, ret);
   s.window_ms = window_end > host_from ? static_cast<double>(window_end - host_from) / 1e6 : 0;
@@ -217,6 +227,41 @@ ActivityRecord Gpu(const CUpti_Activity* r) {
   return {ActivityRecord::kGpu, a->start, a->end, a->correlationId};
 }
 
+// ActivityRecord::host_ordered, by the driver API's callback id.
+bool HostOrdered(CUpti_CallbackId cbid) {
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchHostFunc:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchHostFunc_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamAddCallback:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamAddCallback_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamWaitValue32:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamWaitValue32_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamWaitValue32_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamWaitValue32_v2_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamWaitValue64:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamWaitValue64_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamWaitValue64_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamWaitValue64_v2_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamWriteValue32:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamWriteValue32_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamWriteValue32_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamWriteValue32_v2_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamWriteValue64:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamWriteValue64_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamWriteValue64_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamWriteValue64_v2_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBatchMemOp:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBatchMemOp_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBatchMemOp_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBatchMemOp_v2_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz:
+      return true;
+    default:
+      return false;
+  }
+}
+
 void CUPTIAPI BufferCompleted(CUcontext context, uint32_t stream, uint8_t* buffer, size_t,
                               size_t valid) {
   std::vector<ActivityRecord> got;
@@ -241,6 +286,7 @@ void CUPTIAPI BufferCompleted(CUcontext context, uint32_t stream, uint8_t* buffe
       case CUPTI_ACTIVITY_KIND_DRIVER: {
         const auto* a = reinterpret_cast<const CUpti_ActivityAPI*>(r);
         got.push_back({ActivityRecord::kApi, a->start, a->end, a->correlationId});
+        got.back().host_ordered = r->kind == CUPTI_ACTIVITY_KIND_DRIVER && HostOrdered(a->cbid);
         break;
       }
       default:

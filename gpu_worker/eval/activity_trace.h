@@ -40,12 +40,19 @@ struct ActivityRecord {
   uint64_t end = 0;
   uint32_t correlation = 0;  // links a GPU activity to the API call that launched it
   uint32_t kernel = 0;       // a kernel's name (ActivityTrace::KernelName); 0: not a kernel
+  // An API call that makes a stream wait for the host or run host code in stream order, which
+  // puts no kernel, copy or memset in the records (cuLaunchHostFunc, cuStreamAddCallback,
+  // cuStreamWaitValue*, cuStreamWriteValue*, cuStreamBatchMemOp), or launches a CUDA graph
+  // (whose host nodes were built before the trace began).
+  bool host_ordered = false;
 };
 
-// The longest idle gap between a call's activities that CallSplit::work_ms leaves out. On the
-// H200 the span of a queued eager forward of a few kernels was 2.6-9 us longer than a CUDA
-// graph replay of it, all gaps together (session 23, call 1).
-inline constexpr uint64_t kMaxFrontEndGapNs = 10000;
+// The longest idle gap between a call's activities that CallSplit::work_ms leaves out, and the
+// most it leaves out of one call. On the H200 the span of a queued eager forward of a few
+// kernels was 2.6-9 us longer than a CUDA graph replay of it, all gaps together (session 23,
+// call 1): about 1-2 us a gap. Not yet measured gap by gap.
+inline constexpr uint64_t kMaxFrontEndGapNs = 4000;
+inline constexpr uint64_t kMaxFrontEndGapsNs = 20000;
 
 struct CallSplit {
   bool found = false;  // false: no GPU activity was recorded for the call
@@ -54,17 +61,20 @@ struct CallSplit {
   // GPU's idle gaps between them, such as a kernel waiting for its predecessor's launch
   // latency. What a CUDA graph replay of the same work would leave of the span.
   double busy_ms = 0;
-  // The span less only the idle gaps of at most kMaxFrontEndGapNs between the call's
-  // activities: those the GPU's front end leaves between queued kernels. A longer gap counts,
-  // whatever it waited for (a stream wait on a value the host writes, a host function: calls
-  // that put no kernel, copy or memset on the GPU and so are not in the records).
+  // The span less the idle gaps of at most kMaxFrontEndGapNs between the call's activities,
+  // those the GPU's front end leaves between queued kernels, up to kMaxFrontEndGapsNs in all.
+  // A longer gap counts, whatever it waited for (a stream wait on a value the host writes, a
+  // host function: calls that put no kernel, copy or memset on the GPU).
   double work_ms = 0;
-  // Every activity of the call has its launching API call in the records, its first activity
-  // began no earlier than the timer's own work (the pre-roll) ended, and the last launching
-  // call had returned before that first activity began: the host launched the whole call while
-  // the pre-roll held the GPU, and none of the call's work ran beside the pre-roll (a copy on a
-  // side stream would open a gap the host could fill). Only then is `work_ms` the call's
-  // device time; otherwise a gap may be host time the call needed, and the span is.
+  // The timer's own work is exactly one activity (the pre-roll: nothing else, such as a copy
+  // another thread launched before the mark, ran beside it); every activity of the call has its
+  // launching API call in the records; the call's first activity began no earlier than the
+  // pre-roll ended; the last launching call had returned before that first activity began; and
+  // no API call in the records makes a stream wait for the host or run host code, or launches
+  // a graph (ActivityRecord::host_ordered). Then the host launched the whole call while the
+  // pre-roll held the GPU, and none of the call's work ran beside it (a copy on a side stream
+  // would open a gap the host could fill). Only then is `work_ms` the call's device time;
+  // otherwise a gap may be host time the call needed, and the span is.
   bool queued = false;
   double host_ms = 0;  // set even when nothing was found
   int gpu_activities = 0;

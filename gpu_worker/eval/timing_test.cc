@@ -201,28 +201,70 @@ TEST(SplitCallTest, BusyTimeIsTheSpanLessTheGpusIdleGaps) {
 }
 
 TEST(SplitCallTest, QueuedOnlyWhenEveryLaunchReturnedBeforeTheFirstActivityBegan) {
-  // Two kernels launched at 2000 and 2100 (each API call returns 2 us later), run from 10000:
-  // the host was done before the GPU began, so the gap between them is the GPU's own.
-  std::vector<ActivityRecord> r = {Api(2000, 5), Gpu(10000, 20000, 5), Api(2100, 6),
-                                   Gpu(22000, 28000, 6)};
+  // A pre-roll (launched at 500, before the mark) to 9000; two kernels launched at 2000 and
+  // 2100 (each API call returns 2 us later), run from 10000: the host was done before the GPU
+  // began, so the gap between them is the GPU's own.
+  const ActivityRecord api = Api(500, 2), preroll = Gpu(900, 9000, 2);
+  std::vector<ActivityRecord> r = {
+      api, preroll, Api(2000, 5), Gpu(10000, 20000, 5), Api(2100, 6), Gpu(22000, 28000, 6)};
   EXPECT_TRUE(SplitCall(r, 1000, 5000).queued);
+  // Without the pre-roll's record (or with no pre-roll), nothing says the call queued behind
+  // it: not queued.
+  EXPECT_FALSE(SplitCall({r.begin() + 2, r.end()}, 1000, 5000).queued);
   // The second launched at 21000, after the first kernel ended (a forward that waited for it
   // and then worked on the host): the 2 us gap may be the host's; busy is no longer the call.
-  r[2] = Api(21000, 6);
+  r[4] = Api(21000, 6);
   CallSplit late = SplitCall(r, 1000, 24000);
   EXPECT_FALSE(late.queued);
   EXPECT_DOUBLE_EQ(late.busy_ms, 0.016);
   EXPECT_DOUBLE_EQ(late.span_ms, 0.018);
   // A launch whose API call returned only once its copy was done (a synchronous copy): not
   // queued either, though it started before the GPU did.
-  r = {Api(2000, 5),
+  r = {api,
+       preroll,
+       Api(2000, 5),
        Gpu(10000, 20000, 5),
        {ActivityRecord::kApi, 2100, 30500, 6},
        Gpu(22000, 30000, 6)};
   EXPECT_FALSE(SplitCall(r, 1000, 31000).queued);
   // An activity without its API call: when it was launched cannot be told.
-  r = {Api(2000, 5), Gpu(10000, 20000, 5), Gpu(22000, 28000, 99)};
+  r = {api, preroll, Api(2000, 5), Gpu(10000, 20000, 5), Gpu(22000, 28000, 99)};
   EXPECT_FALSE(SplitCall(r, 1000, 5000).queued);
+}
+
+TEST(SplitCallTest, NotQueuedBesideOtherWorkOrWithAStreamThatWaitsForTheHost) {
+  const ActivityRecord api = Api(500, 2), preroll = Gpu(900, 9000, 2);
+  std::vector<ActivityRecord> r = {api, preroll, Api(2000, 5), Gpu(10000, 20000, 5)};
+  ASSERT_TRUE(SplitCall(r, 1000, 5000).queued);
+  // A copy another thread launched before the mark, running beside the pre-roll (it could take
+  // the input out while the pre-roll holds the GPU): the timer's work is not the pre-roll
+  // alone.
+  std::vector<ActivityRecord> beside = r;
+  beside.push_back(Api(600, 3));
+  beside.push_back(Gpu(3000, 3500, 3));
+  EXPECT_FALSE(SplitCall(beside, 1000, 5000).queued);
+  // An API call in the window that makes a stream wait for the host (or runs host code, or
+  // launches a graph): a gap could be the host's whatever its length.
+  std::vector<ActivityRecord> waits = r;
+  ActivityRecord wait = Api(2500, 7);
+  wait.host_ordered = true;
+  waits.push_back(wait);
+  EXPECT_FALSE(SplitCall(waits, 1000, 5000).queued);
+}
+
+TEST(SplitCallTest, WorkLeavesOutAtMostTheFrontEndsShareOfGapsInAll) {
+  // A pre-roll, then 11 kernels of 1 us with 3 us gaps: 30 us of short gaps, of which six
+  // whole ones (18 us, within kMaxFrontEndGapsNs' 20 us) are left out; the other four count.
+  std::vector<ActivityRecord> r = {Api(500, 2), Gpu(900, 9000, 2)};
+  for (uint32_t k = 0; k < 11; ++k) {
+    r.push_back(Api(2000 + 10 * k, 10 + k));
+    r.push_back(Gpu(10000 + 4000 * k, 11000 + 4000 * k, 10 + k));
+  }
+  CallSplit s = SplitCall(r, 1000, 5000);
+  EXPECT_TRUE(s.queued);
+  EXPECT_DOUBLE_EQ(s.span_ms, 0.041);
+  EXPECT_DOUBLE_EQ(s.busy_ms, 0.011);
+  EXPECT_DOUBLE_EQ(s.work_ms, 0.023);
 }
 
 TEST(SplitCallTest, WorkBesideThePreRollIsNotQueued) {

@@ -345,7 +345,7 @@ def judge(case, result):
                 case["timing_clock"] == "events":
             min_ms = None  # a known limit of the pre-roll (docs/decisions.md)
         if exact and got_verdict == "ok" and min_ms is not None:
-            # Both clocks (the device clock's busy time, since session 23, must not leave out
+            # Both clocks (the device clock's work time, since session 23, must not leave out
             # host work between a copy out and a copy back).
             timed = ["candidate"] + (["candidate_device"] if "speedup_device" in result else [])
             return all(result.get(p, {}).get("median_ms", 0) >= min_ms for p in timed)
