@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# Planned for session 24's first device call (issue 14), not run in session 23: measures ed2d871
-# (placements in the device clock's phase only, at least 5 samples per placement) on the same 32
+# Planned for session 24's first device call (issue 14), not run in session 23: measures what
+# came after session 23's last device call (placements in the device clock's phase only, a
+# warm-up per placement, 5 samples per placement below 0.1 ms, the two reviews' device-clock
+# rules: the pre-roll alone before the call, host-ordered calls, gaps of 4 us) on the same 32
 # candidates as session 23's calls 2 and 4, 3 evaluations each, KernelBench's harness beside them,
-# after the GPU unit tests and the host-work hacks; then the independent check. About 520 s.
+# after the GPU unit tests and the host-work hacks ("host_compute" matches both
+# host_compute_between_copies and host_compute_beside_preroll); then the independent check.
+# About 520 s. Carry .gpu-carry/kernelbench, corpora, kb_harness and googletest.
 t0=$(date +%s)
 ONLY=1_1,1_8,1_12,1_16,1_17,1_18,1_34,1_39,1_40,1_42,1_44,1_45,1_46,1_61,1_69,1_71,1_86,1_92,1_100,2_1,2_7,2_12,2_14,2_22,2_25,2_30,2_36,2_39,2_56,2_82,2_83,2_86
 OUT=$OUT CASES_ARGS="--serve --only host_compute,joined_side_stream,memo_by_content" \
