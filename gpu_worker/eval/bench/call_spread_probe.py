@@ -32,12 +32,9 @@ import sys
 import time
 
 
-def device_times(model, inputs, flush, samples, span_k=10):
-    """Per-process medians of the device time of one forward, three ways (see --spans)."""
-    import os
-    import tempfile
+def preroll_cycles():
+    """The torch.cuda._sleep argument of a pre-roll of about 1 ms on this GPU."""
     import torch
-    from span_probe import split_samples
     torch.cuda._sleep(1000)  # loads the kernel: not in the calibration
     torch.cuda.synchronize()
     e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -46,7 +43,42 @@ def device_times(model, inputs, flush, samples, span_k=10):
     torch.cuda._sleep(1_000_000)
     e1.record()
     torch.cuda.synchronize()
-    cycles = int(1_000_000 / e0.elapsed_time(e1))  # a pre-roll of about 1 ms
+    return int(1_000_000 / e0.elapsed_time(e1))
+
+
+def run_children(name, cmd, procs, timeout_s, keys, **summary):
+    """Runs `cmd` (a --child command line) `procs` times, each a fresh process; prints each
+    child's JSON line (or its failure, a timeout or a crash: the run goes on) and then, for
+    `name`, the spread (max/min - 1) over the processes of each of `keys`."""
+    rows = []
+    for _ in range(procs):
+        try:
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            print(json.dumps(dict(task=name, error=f"timed out after {timeout_s} s")),
+                  flush=True)
+            continue
+        line = (out.stdout.strip().splitlines() or [""])[-1]
+        if out.returncode != 0 or not line.startswith("{"):
+            print(json.dumps(dict(task=name, error=f"exit {out.returncode}",
+                                  stderr=out.stderr[-600:])), flush=True)
+            continue
+        print(line, flush=True)
+        rows.append(json.loads(line))
+    summary = dict(task=name, **summary)
+    for k in keys:
+        v = [r[k] for r in rows if r.get(k)]
+        summary[k] = dict(spread=round(max(v) / min(v) - 1, 4) if v else None, values=v)
+    print(json.dumps(summary), flush=True)
+
+
+def device_times(model, inputs, flush, samples, span_k=10):
+    """Per-process medians of the device time of one forward, three ways (see --spans)."""
+    import os
+    import tempfile
+    import torch
+    from span_probe import split_samples
+    cycles = preroll_cycles()
     out = {}
     for key, flushed, k in (("span_ms", True, 1), ("span_noflush_ms", False, 1),
                             ("spank_ms", True, span_k)):
@@ -171,32 +203,12 @@ def main():
     keys = ["median_ms"] + (["span_ms", "span_noflush_ms", "spank_ms", "graph_ms"]
                             if a.spans else [])
     for name in a.tasks.split(","):
-        rows = []
-        for _ in range(a.procs):
-            cmd = ([sys.executable, __file__, "--corpus", a.corpus, "--tasks", name,
-                    "--samples", str(a.samples), "--program", a.program,
-                    "--span-k", str(a.span_k), "--child", name]
-                   + (["--cupti-first"] if a.cupti_first else [])
-                   + (["--spans"] if a.spans else []))
-            try:
-                out = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
-            except subprocess.TimeoutExpired:
-                print(json.dumps(dict(task=name, error="timed out after 180 s")), flush=True)
-                rows.append({})
-                continue
-            line = (out.stdout.strip().splitlines() or [""])[-1]
-            if out.returncode != 0 or not line.startswith("{"):
-                print(json.dumps(dict(task=name, error=f"exit {out.returncode}",
-                                      stderr=out.stderr[-600:])), flush=True)
-                rows.append({})
-                continue
-            print(line, flush=True)
-            rows.append(json.loads(line))
-        summary = dict(task=name, program=a.program)
-        for k in keys:
-            v = [r[k] for r in rows if r.get(k)]
-            summary[k] = dict(spread=round(max(v) / min(v) - 1, 4) if v else None, values=v)
-        print(json.dumps(summary), flush=True)
+        cmd = ([sys.executable, __file__, "--corpus", a.corpus, "--tasks", name,
+                "--samples", str(a.samples), "--program", a.program,
+                "--span-k", str(a.span_k), "--child", name]
+               + (["--cupti-first"] if a.cupti_first else [])
+               + (["--spans"] if a.spans else []))
+        run_children(name, cmd, a.procs, 180, keys, program=a.program)
 
 
 if __name__ == "__main__":

@@ -27,14 +27,15 @@ import json
 import os
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
+
+from call_spread_probe import run_children
 
 
 def child(corpus, name, program, placements, samples):
     import torch
-    from call_spread_probe import load_program
+    from call_spread_probe import load_program, preroll_cycles
     from span_probe import split_samples
     model, inputs = load_program(corpus, name, program)
     flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size // 4,
@@ -47,15 +48,7 @@ def child(corpus, name, program, placements, samples):
     with torch.no_grad():
         for s in sets:
             model(*s)
-        torch.cuda._sleep(1000)
-        torch.cuda.synchronize()
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda._sleep(100_000)
-        e0.record()
-        torch.cuda._sleep(1_000_000)
-        e1.record()
-        torch.cuda.synchronize()
-        cycles = int(1_000_000 / e0.elapsed_time(e1))
+        cycles = preroll_cycles()
         rng = random.Random(7)
         names = []
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
@@ -104,28 +97,11 @@ def main():
     if a.child:
         return child(a.corpus, a.child, a.program, a.placements, a.samples)
     for name in a.tasks.split(","):
-        rows = []
-        for _ in range(a.procs):
-            cmd = [sys.executable, __file__, "--corpus", a.corpus, "--tasks", name,
-                   "--program", a.program, "--placements", str(a.placements),
-                   "--samples", str(a.samples), "--child", name]
-            try:
-                out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-            except subprocess.TimeoutExpired:
-                print(json.dumps(dict(task=name, error="timed out after 120 s")), flush=True)
-                continue
-            line = (out.stdout.strip().splitlines() or [""])[-1]
-            if out.returncode != 0 or not line.startswith("{"):
-                print(json.dumps(dict(task=name, error=f"exit {out.returncode}",
-                                      stderr=out.stderr[-600:])), flush=True)
-                continue
-            print(line, flush=True)
-            rows.append(json.loads(line))
-        summary = dict(task=name, program=a.program, summary=True)
-        for k in ("first_ms", "pooled_ms"):
-            v = [r[k] for r in rows if r.get(k)]
-            summary[k] = dict(spread=round(max(v) / min(v) - 1, 4) if v else None, values=v)
-        print(json.dumps(summary), flush=True)
+        cmd = [sys.executable, __file__, "--corpus", a.corpus, "--tasks", name,
+               "--program", a.program, "--placements", str(a.placements),
+               "--samples", str(a.samples), "--child", name]
+        run_children(name, cmd, a.procs, 120, ("first_ms", "pooled_ms"), program=a.program,
+                     summary=True)
 
 
 if __name__ == "__main__":
