@@ -11,10 +11,13 @@ import torch.nn as nn
 
 
 def attempt(name, action):
+    # Flushed: a program the attempt runs writes to the same descriptor, and must not land in
+    # the middle of a line still in Python's buffer.
     try:
-        print("VIEW", name, "succeeded:", repr(action())[:200])
+        print("VIEW", name, "succeeded:", repr(action())[:200], flush=True)
     except OSError as e:
-        print("VIEW", name, "failed:", type(e).__name__, e.errno and os.strerror(e.errno))
+        print("VIEW", name, "failed:", type(e).__name__, e.errno and os.strerror(e.errno),
+              flush=True)
 
 
 def connect(family, address):
@@ -34,7 +37,7 @@ def write_script(path):
 class ModelNew(nn.Module):
     def __init__(self):
         super().__init__()
-        print("VIEW tmp-listing", sorted(os.listdir("/tmp")))
+        print("VIEW tmp-listing", sorted(os.listdir("/tmp")), flush=True)
         attempt("other-scratch", lambda: os.listdir("@OTHER_SCRATCH@"))
         attempt("host-tmp-file", lambda: open("@PLANTED@").read())
         attempt("checkout-file", lambda: open("@README@").read())
