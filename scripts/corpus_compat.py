@@ -60,7 +60,9 @@ GPU turn: kind, round, candidate, start, seconds), and compat_table.txt a `repea
 - evaluations per GPU-hour, all verdicts: kforge GPU turns over the seconds of those turns
   (the first turn includes the fork server's start); the same with the evaluations decided by
   the build ahead on the CPUs (no GPU turn) added; and all of them over the whole run's wall
-  time (which also holds KB's turns);
+  time (which also holds KB's turns). With --gpu-turns a turn's seconds are the time its
+  evaluation held the GPU's lock (StageDurations.gpu_turn_s: from its calibration until every
+  process of it was gone), its start-up and CUDA contexts made beside another lane's turn;
 - GPU busy: the sum over `ok` evaluations of (reference_device + candidate_device median x n)
   over the kforge GPU-turn seconds. A lower bound: it counts only the timed samples' device
   spans (median x n, not their sum), not warm-ups, correctness trials, the L2 flushes or the
@@ -86,6 +88,7 @@ import collections
 import contextlib
 import copy
 import datetime
+import fcntl
 import hashlib
 import importlib.util
 import io
@@ -271,9 +274,15 @@ def kforge_env(args, build_ahead):
     return env
 
 
+def gpu_lock_path(args):
+    """The GPU's lock file of --gpu-turns ("" without)."""
+    return os.path.join(args.work_dir, "gpu.lock") if args.gpu_turns else ""
+
+
 def start_server(run, build_ahead):
     server = serve_client.Server(run.args.eval, run.args.cache_dir,
-                                 env=kforge_env(run.args, build_ahead))
+                                 env=kforge_env(run.args, build_ahead),
+                                 gpu_lock="" if build_ahead else gpu_lock_path(run.args))
     with run.lock:
         run.procs.add(server.proc)
     return server
@@ -332,8 +341,10 @@ def kforge_fields(r, wall_s):
 
 
 def lanes_overlap(args):
-    """Whether GPU turns overlap (--kforge-lanes above 1, --kb-lanes): verdicts only."""
-    return args.kforge_lanes > 1 or args.kb_lanes > 0
+    """Whether GPU turns overlap (--kforge-lanes above 1, --kb-lanes, without --gpu-turns):
+    verdicts only."""
+    return ((args.kforge_lanes > 1 or args.kb_lanes > 0)
+            and not getattr(args, "gpu_turns", False))
 
 
 def lanes_field(args):
@@ -416,7 +427,9 @@ def kforge_timed(run, state, c):
     candidate process; the server keeps no timing or outputs between requests."""
     if state.get("server") is None or state["server"].proc.poll() is not None:
         state["server"] = start_server(run, build_ahead=False)
-    return kforge_request(run, state["server"], c, device=run.args.device)
+    r, wall = kforge_request(run, state["server"], c, device=run.args.device)
+    state["gpu_turn_s"] = (r.get("stages") or {}).get("gpu_turn_s")  # with --gpu-turns
+    return r, wall
 
 
 def kforge_job(run, state, c):
@@ -800,6 +813,24 @@ def next_turn(ready, last_kind, last_kforge):
     return fits[0]
 
 
+class GpuTurn:
+    """The GPU's lock of --gpu-turns, held around a KB turn as kforge's supervisor holds it
+    around an evaluation; `seconds` it was held."""
+
+    def __init__(self, path):
+        self.path, self.seconds = path, None
+
+    def __enter__(self):
+        self.fd = os.open(self.path, os.O_RDONLY | os.O_CREAT, 0o644)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        self.t0 = time.time()
+        return self
+
+    def __exit__(self, *exc):
+        self.seconds = time.time() - self.t0
+        os.close(self.fd)  # releases the flock
+
+
 def gpu_thread(run, lane):
     """Runs the GPU turns of the `lane` queue one at a time (next_turn), until none is left to
     come or the budget ends. Several lanes (--kforge-lanes, --kb-lanes) share the GPU: their
@@ -833,9 +864,18 @@ def gpu_thread(run, lane):
                                 prefix + "gpu_turn_at_s": at_s})
         state.update(turn_at_s=at_s, builds_running=running)
         t0 = time.time()
-        job(state)
-        run.turn_log.append(dict(kind=("kforge", "kb")[kind], round=round_, name=name,
-                                 at_s=at_s, turn_s=round(time.time() - t0, 3)))
+        state.pop("gpu_turn_s", None)
+        if kind == 1 and run.args.gpu_turns:
+            with GpuTurn(gpu_lock_path(run.args)) as held:
+                job(state)
+            state["gpu_turn_s"] = held.seconds
+        else:
+            job(state)
+        log = dict(kind=("kforge", "kb")[kind], round=round_, name=name, at_s=at_s,
+                   turn_s=round(time.time() - t0, 3))
+        if state.get("gpu_turn_s") is not None:
+            log["gpu_turn_s"] = round(state["gpu_turn_s"], 3)  # the lock held, at the turn's end
+        run.turn_log.append(log)
         if kind == 0:
             last_kforge = name
         last_kind = kind
@@ -1050,9 +1090,15 @@ def parse_utilization(line):
     return (at, value) if 0 <= value <= 100 else None
 
 
+def held_s(t):
+    """A turn's time on the GPU: with --gpu-turns the lock's (its end), else the whole turn."""
+    return t.get("gpu_turn_s") or t["turn_s"]
+
+
 def utilization_in_turns(turn_log, readings):
     """The mean of the utilisation readings taken inside kforge's GPU turns, and their count."""
-    spans = [(t["at_s"], t["at_s"] + t["turn_s"]) for t in turn_log if t["kind"] == "kforge"]
+    spans = [(t["at_s"] + t["turn_s"] - held_s(t), t["at_s"] + t["turn_s"])
+             for t in turn_log if t["kind"] == "kforge"]
     inside = [u for at, u in readings if any(a <= at <= b for a, b in spans)]
     return (sum(inside) / len(inside) if inside else None), len(inside)
 
@@ -1093,7 +1139,7 @@ def repeats_summary(args, rows, turn_log, wall_s, back_to_back, utilization=()):
     """What --repeats N measured (issue 14 points 2-4); see the module's docstring."""
     n = args.repeats
     kf_turns = [t for t in turn_log if t["kind"] == "kforge"]
-    turn_s = sum(t["turn_s"] for t in kf_turns)
+    turn_s = sum(held_s(t) for t in kf_turns)
     all_evs = [ev for r in rows for ev in evaluations(r)]
     ok_evs = [ev for ev in all_evs if ev.get("verdict") == "ok"]
     from_build_ahead = sum(1 for r in rows if r.get("kforge_from_build_ahead"))
@@ -1256,6 +1302,11 @@ def parse_args(argv):
     p.add_argument("--kb-lanes", type=int, default=0,
                    help="KB GPU turns at once, beside kforge's (default 0: KB takes turns in "
                         "kforge's lanes, one GPU turn at a time; above 0: verdicts only)")
+    p.add_argument("--gpu-turns", action="store_true",
+                   help="GPU turns (docs/evaluation.md): the lanes' fork servers share a lock "
+                        "file, each evaluation holding the GPU from its calibration to its end, "
+                        "and a KB turn holds it too; lanes then overlap only in start-up and "
+                        "CUDA contexts, so their timings are results")
     p.add_argument("--repeats", type=int, default=1,
                    help="evaluations of each candidate kforge judged ok in the first pass, "
                         "the first included (the N-1 more are interleaved across candidates)")

@@ -261,7 +261,7 @@ class Evaluation {
       if (!req_.build_only()) {
         if (auto v = CalibrateCalls()) return v;
       }
-      result_.mutable_stages()->set_device_s(Since(t));
+      result_.mutable_stages()->set_device_s(Since(t) - result_.stages().gpu_wait_s());
       t = Clock::now();
       if (auto v = LoadTask()) return v;
       result_.mutable_stages()->set_load_task_s(Since(t));
@@ -321,6 +321,16 @@ class Evaluation {
     auto waited = Clock::now();
     const bool ready = client_->AwaitCalibration(&error);
     result_.mutable_stages()->set_calibration_wait_s(Since(waited));
+    if (ready && reporter_.has_gpu_turns()) {
+      // Both CUDA contexts are made and nothing measured or of the task or candidate has run:
+      // from here the GPU is this evaluation's alone (supervisor.h, "GPU turns").
+      auto asked = Clock::now();
+      if (!reporter_.AwaitGpuTurn(&error)) {
+        return Verdict{v1::VERDICT_RUNTIME_ERROR, error, "engine_error"};
+      }
+      result_.mutable_stages()->set_gpu_wait_s(Since(asked));
+      Enter(Stage::kLoad);
+    }
     auto calls_started = Clock::now();
     if (!ready || !client_->Prepare(kGroup, py::list(), &error)) {
       return Verdict{v1::VERDICT_RUNTIME_ERROR, error + " (calibrating the call clock)",

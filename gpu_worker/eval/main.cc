@@ -8,7 +8,8 @@
 //               [--timing-timeout S] [--cache-dir DIR] [--request REQ.pb] [--result-pb OUT.pb]
 //               [--build-only] [--keep-samples] [--policy strict|runtime]
 //               [--numerics fp32|torch]
-//   kforge-eval --serve stdio|FIFO_DIR [--answer pb|json] [--cache-dir DIR]  (fork server)
+//   kforge-eval --serve stdio|FIFO_DIR [--answer pb|json] [--cache-dir DIR]
+//               [--gpu-lock-fd N [--gpu-wait-s S]]  (fork server; GPU turns: supervisor.h)
 //
 // Exit status: 0 whenever a verdict was produced (whatever it is), 2 for bad usage.
 #include <cerrno>
@@ -46,6 +47,7 @@ constexpr char kUsage[] =
     "                   [--build-only] [--keep-samples]\n"
     "       kforge-eval --baseline TASK_DIR [--device D] [--json OUT.jsonl] [--per-task-cap S]\n"
     "       kforge-eval --serve stdio|FIFO_DIR [--answer pb|json] [--cache-dir DIR]\n"
+    "                   [--gpu-lock-fd N [--gpu-wait-s S]]\n"
     "                   (fork server: framed\n"
     "                   EvalRequest in, EvalResult out; see gpu_worker/eval/serve.h)\n"
     "       kforge-eval --sandbox-paths  (the host paths it reads, for the worker's sandbox)\n"
@@ -114,7 +116,8 @@ int main(int argc, char** argv) {
       {"timing-timeout", true}, {"cache-dir", false},    {"request", false},
       {"result-pb", false},     {"baseline", false},     {"per-task-cap", true},
       {"serve", false},         {"answer", false},       {"timing-clock", false},
-      {"policy", false},        {"numerics", false}};
+      {"policy", false},        {"numerics", false},     {"gpu-lock-fd", true},
+      {"gpu-wait-s", true}};
   for (const auto& [k, v] : flags) {
     auto known = kValueFlags.find(k);
     if (known == kValueFlags.end()) return Usage("unknown flag --" + k);
@@ -146,8 +149,11 @@ int main(int argc, char** argv) {
     if (const char* env = std::getenv("KFORGE_CACHE_DIR")) cache_dir = env;
   }
   if (flags.count("serve")) {
-    return eval::Serve({cache_dir, flags["serve"] == "stdio" ? "" : flags["serve"],
-                        flags["answer"] == "json"});
+    eval::ServeOptions serve{cache_dir, flags["serve"] == "stdio" ? "" : flags["serve"],
+                             flags["answer"] == "json"};
+    serve.turns.lock_fd = static_cast<int>(num("gpu-lock-fd", -1));
+    serve.turns.wait_s = num("gpu-wait-s", serve.turns.wait_s);
+    return eval::Serve(serve);
   }
 
   v1::EvalRequest req;

@@ -100,7 +100,7 @@ v1::EvalResult BadRequest(const std::string& why) {
 }  // namespace
 
 v1::EvalResult EvaluateSupervised(const v1::EvalRequest& request, EngineContext context,
-                                  const ForkHooks& hooks) {
+                                  const ForkHooks& hooks, const GpuTurns& turns) {
   std::string dir = MakeRequestDir();
   if (dir.empty()) {
     v1::EvalResult result =
@@ -117,7 +117,8 @@ v1::EvalResult EvaluateSupervised(const v1::EvalRequest& request, EngineContext 
   // Sampling stops well inside the stage limit, leaving time for the post-timing check.
   context.timing_budget_s = std::max(1.0, 0.6 * limits.timing_s);
   v1::EvalResult result = RunSupervised(
-      limits, [&](StageReporter& r) { return Evaluate(request, context, r); }, in_dir);
+      limits, [&](StageReporter& r) { return Evaluate(request, context, r); }, in_dir,
+      turns);
   RemoveTree(dir);
   if (result.dialect() == v1::DIALECT_UNSPECIFIED) {
     result.set_dialect(InferDialect(request.candidate_source()));
@@ -127,6 +128,16 @@ v1::EvalResult EvaluateSupervised(const v1::EvalRequest& request, EngineContext 
 
 int Serve(const ServeOptions& options) {
   signal(SIGPIPE, SIG_IGN);  // a vanished client shows up as a failed write
+  const int lock_fd = options.turns.lock_fd;
+  if (lock_fd >= 0) {
+    struct stat st;
+    if (lock_fd <= 2 || fstat(lock_fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      std::fprintf(stderr, "kforge-eval --serve: --gpu-lock-fd %d is not an open regular file\n",
+                   lock_fd);
+      return 1;
+    }
+    fcntl(lock_fd, F_SETFD, FD_CLOEXEC);  // nothing this server starts keeps it
+  }
   int in_fd = -1, out_fd = -1;
   if (!OpenChannel(options.fifo_dir, &in_fd, &out_fd)) return 1;
   std::string error;
@@ -198,7 +209,7 @@ tempfile.tempdir = None
       } else {
         ClearSharedReference(&request);
       }
-      result = EvaluateSupervised(request, context, hooks);
+      result = EvaluateSupervised(request, context, hooks, options.turns);
       if (share) {
         shares.Record(request, client_keeps_samples, &result, std::chrono::steady_clock::now());
       }

@@ -35,13 +35,19 @@ namespace kforge::eval {
 // evaluation process gets a private scratch directory $TMPDIR/kforge-req-XXXXXX as its TMPDIR
 // (set before `hooks.child` runs; removed afterwards without following links): with the cache
 // lock (candidate_files.h) it is where the evaluation may write besides its cache namespace.
+// `turns`: GPU turns (supervisor.h), none by default.
 v1::EvalResult EvaluateSupervised(const v1::EvalRequest& request, EngineContext context,
-                                  const ForkHooks& hooks = {});
+                                  const ForkHooks& hooks = {}, const GpuTurns& turns = {});
 
 struct ServeOptions {
   std::string cache_dir;  // as --cache-dir
   std::string fifo_dir;   // empty: stdin/stdout
   bool json_results = false;  // answer frames hold the CLI's JSON instead of an EvalResult
+  // GPU turns (supervisor.h): `lock_fd` an inherited descriptor of the GPU's lock file, open
+  // for this server alone (its own open file description), or -1. Each evaluation takes the
+  // turn once its CUDA contexts are made; the server refuses to start when the descriptor is
+  // not an open regular file.
+  GpuTurns turns;
 };
 
 // Serves until end of input; returns the process exit status (0 at a clean end, 1 when the

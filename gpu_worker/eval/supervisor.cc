@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -96,6 +97,8 @@ double LimitFor(const SupervisorLimits& l, Stage s) {
       return l.correctness_s;
     case Stage::kTiming:
       return l.timing_s;
+    case Stage::kGpuWait:
+      return 0;  // RunSupervised's GpuTurns::wait_s
   }
   return l.load_s;
 }
@@ -112,6 +115,8 @@ const char* StageName(Stage s) {
       return "correctness";
     case Stage::kTiming:
       return "timing";
+    case Stage::kGpuWait:
+      return "gpu_wait";
   }
   return "load";
 }
@@ -119,6 +124,19 @@ const char* StageName(Stage s) {
 void StageReporter::Enter(Stage stage) {
   char c = static_cast<char>(stage);
   WriteAll(fd_, &c, 1);
+}
+
+bool StageReporter::AwaitGpuTurn(std::string* error) {
+  if (turn_fd_ < 0) return true;
+  Enter(Stage::kGpuWait);
+  char c;
+  ssize_t n;
+  do {
+    n = read(turn_fd_, &c, 1);
+  } while (n < 0 && errno == EINTR);
+  if (n == 1) return true;
+  *error = "the supervisor did not grant the GPU's turn";
+  return false;
 }
 
 void StageReporter::Deliver(const v1::EvalResult& result) {
@@ -140,9 +158,14 @@ SupervisorLimits LimitsFor(const v1::EvalRequest& request) {
 }
 
 v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWork& work,
-                             const ForkHooks& hooks) {
-  int ctl[2], out[2];
-  if (pipe2(ctl, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) {
+                             const ForkHooks& hooks, const GpuTurns& turns) {
+  const int gpu_lock_fd = turns.lock_fd;
+  auto limit_for = [&](Stage s) {
+    return s == Stage::kGpuWait ? turns.wait_s : LimitFor(limits, s);
+  };
+  int ctl[2], out[2], turn[2] = {-1, -1};
+  if (pipe2(ctl, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 ||
+      (gpu_lock_fd >= 0 && pipe2(turn, O_CLOEXEC) != 0)) {
     v1::EvalResult r;
     r.set_verdict(v1::VERDICT_RUNTIME_ERROR);
     r.set_reason(std::string("engine could not create pipes: ") + strerror(errno));
@@ -164,8 +187,14 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
     dup2(out[1], 1);
     dup2(out[1], 2);
     close(out[1]);
+    if (gpu_lock_fd >= 0) {
+      // Sharing the lock's open file description, code here could release the supervisor's
+      // flock (LOCK_UN) or hold it past the evaluation.
+      close(gpu_lock_fd);
+      close(turn[1]);
+    }
     if (hooks.child) hooks.child();
-    StageReporter reporter(ctl[1]);
+    StageReporter reporter(ctl[1], turn[0]);
     v1::EvalResult r = work(reporter);
     // Everything printed goes first: the supervisor ends the process once the result is in.
     fflush(stdout);
@@ -177,8 +206,10 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
   if (hooks.parent) hooks.parent();
   close(ctl[1]);
   close(out[1]);
+  if (turn[0] >= 0) close(turn[0]);
   v1::EvalResult result;
   if (pid < 0) {
+    if (turn[1] >= 0) close(turn[1]);
     result.set_verdict(v1::VERDICT_RUNTIME_ERROR);
     result.set_reason(std::string("engine could not fork: ") + strerror(errno));
     return result;
@@ -191,6 +222,8 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
   std::vector<std::pair<Stage, Clock::time_point>> entered = {{stage, stage_start}};
   std::string ctl_buf, output;
   bool output_truncated = false, got_result = false, timed_out = false, flooded = false;
+  bool turn_held = false;
+  Clock::time_point turn_granted;
   size_t output_total = 0;
   bool ctl_open = true, out_open = true, exited = false;
   int status = 0;
@@ -203,9 +236,17 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
     }
     if (exited && std::chrono::duration<double>(Clock::now() - exited_at).count() > 2) break;
     double elapsed = std::chrono::duration<double>(Clock::now() - stage_start).count();
-    if (!exited && !timed_out && !got_result && elapsed > LimitFor(limits, stage)) {
+    if (!exited && !timed_out && !got_result && elapsed > limit_for(stage)) {
       timed_out = true;
       kill(-pid, SIGKILL);
+    }
+    const bool waiting = stage == Stage::kGpuWait && !turn_held && turn[1] >= 0 && !exited &&
+                         !timed_out && !got_result;
+    if (waiting && flock(gpu_lock_fd, LOCK_EX | LOCK_NB) == 0) {
+      turn_held = true;
+      turn_granted = Clock::now();
+      char go = 'g';
+      WriteAll(turn[1], &go, 1);
     }
     struct pollfd fds[2];
     int nfds = 0;
@@ -215,7 +256,7 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
       usleep(2000);
       continue;
     }
-    if (poll(fds, nfds, 20) <= 0) continue;
+    if (poll(fds, nfds, waiting ? 1 : 20) <= 0) continue;
     for (int i = 0; i < nfds; ++i) {
       if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       char buf[65536];
@@ -268,6 +309,13 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
     waitpid(pid, &status, 0);
   }
   KillStrays();
+  // Every process of the evaluation is gone, CUDA contexts included: the next may have the GPU.
+  double turn_s = 0;
+  if (turn_held) {
+    flock(gpu_lock_fd, LOCK_UN);
+    turn_s = std::chrono::duration<double>(Clock::now() - turn_granted).count();
+  }
+  if (turn[1] >= 0) close(turn[1]);
   if (output_truncated) output += "\n[output truncated]";
   output = PrintableUtf8(output);  // a string field: what a candidate printed may be any bytes
   // A result the supervisor decides below replaces the child's; keep the stage durations it
@@ -290,6 +338,9 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
       case Stage::kTiming:
         seen.set_timing_s(seen.timing_s() + d);
         break;
+      case Stage::kGpuWait:
+        seen.set_gpu_wait_s(seen.gpu_wait_s() + d);
+        break;
     }
   }
   seen.set_total_s(std::chrono::duration<double>(end - forked_at).count());
@@ -300,6 +351,19 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
     result.set_reason("output_flood: the candidate printed more than " +
                       std::to_string(limits.output_flood_bytes >> 20) +
                       " MiB during stage " + StageName(stage) + "; the process was killed");
+    result.set_stage(StageName(stage));
+    *result.mutable_stages() = seen;
+  } else if (timed_out && stage == Stage::kGpuWait) {
+    // Not the candidate's doing: none of its code has run yet.
+    result.Clear();
+    result.set_verdict(v1::VERDICT_RUNTIME_ERROR);
+    result.set_rule("gpu_turn_timeout");
+    char buf[200];
+    std::snprintf(buf, sizeof buf,
+                  "waited %.0f s for the GPU's turn, which other evaluations of the GPU held; "
+                  "nothing of the candidate ran",
+                  limit_for(stage));
+    result.set_reason(buf);
     result.set_stage(StageName(stage));
     *result.mutable_stages() = seen;
   } else if (timed_out) {
@@ -327,6 +391,7 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
     *result.mutable_stages() = seen;
   }
   result.set_output_log(output);
+  if (turn_held) result.mutable_stages()->set_gpu_turn_s(turn_s);
   return result;
 }
 

@@ -23,19 +23,27 @@ enum class Stage : char {
   kBuild = 'B',
   kCorrectness = 'C',
   kTiming = 'T',
+  kGpuWait = 'W',  // waiting for the GPU's turn (below); the stage before it resumes after it
 };
 
 const char* StageName(Stage s);
 
-// The child's side: report stages, deliver the result.
+// The child's side: report stages, wait for the GPU's turn, deliver the result.
 class StageReporter {
  public:
-  explicit StageReporter(int fd) : fd_(fd) {}
+  // `turn_fd`: where the supervisor grants the GPU's turn (-1: no turns).
+  explicit StageReporter(int fd, int turn_fd = -1) : fd_(fd), turn_fd_(turn_fd) {}
   void Enter(Stage stage);
+  // Enters Stage::kGpuWait and blocks until the supervisor holds the GPU's turn for this
+  // evaluation; true at once where there are no turns. False (with `error`) when the supervisor
+  // is gone. The caller enters its next stage after it.
+  bool AwaitGpuTurn(std::string* error);
+  bool has_gpu_turns() const { return turn_fd_ >= 0; }
   void Deliver(const v1::EvalResult& result);
 
  private:
   int fd_;
+  int turn_fd_;
 };
 
 struct SupervisorLimits {
@@ -59,8 +67,22 @@ struct ForkHooks {
   std::function<void()> before, parent, child;
 };
 
+// GPU turns (docs/evaluation.md, "GPU turns"): where several evaluation servers share one GPU,
+// each is given its own open file description of one lock file per GPU, `lock_fd`. The
+// evaluation asks for the turn (StageReporter::AwaitGpuTurn) once its CUDA contexts are made and
+// before anything it measures or any task or candidate code runs; the supervisor takes the
+// file's flock for it and keeps it until every process of the evaluation is gone. The
+// evaluation process never holds the descriptor (it is closed right after the fork), so nothing
+// in it can release or keep the lock.
+struct GpuTurns {
+  int lock_fd = -1;  // -1: no turns
+  // The longest wait for the turn (stage gpu_wait), after which the evaluation ends with rule
+  // gpu_turn_timeout: every other evaluation holds it for at most its own stage limits.
+  double wait_s = 900;
+};
+
 v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWork& work,
-                             const ForkHooks& hooks = {});
+                             const ForkHooks& hooks = {}, const GpuTurns& turns = {});
 
 }  // namespace kforge::eval
 

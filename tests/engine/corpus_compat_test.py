@@ -293,3 +293,42 @@ def test_repeats_cut_by_the_budget_still_give_spreads_apart_from_the_n_run_figur
     assert mod.main(["--summary-of", str(tmp_path)]) == 0
     assert capsys.readouterr().out == text
     assert mod.main(["--summary-of"]) == 2
+
+
+def test_gpu_turns_make_lanes_timing_results_and_count_the_locks_seconds(tmp_path):
+    """--gpu-turns: the lanes' evaluations hold the GPU's lock from their calibration on, and a
+    KB turn holds it too, so the lanes' timings are results; a turn's GPU seconds are the
+    lock's (gpu_turn_s), at the end of the turn."""
+    import threading
+    mod = load_module()
+    corpus = str(tmp_path / "c.jsonl")
+    write_corpus(corpus)
+    base = ["--out", str(tmp_path / "o"), "--device", "cpu", "--corpus", corpus,
+            "--work-dir", str(tmp_path / "w"), "--kforge-lanes", "2"]
+    assert mod.shared_gpu_lines(mod.parse_args(base)) != []
+    args = mod.parse_args(base + ["--gpu-turns"])
+    assert not mod.lanes_overlap(args) and mod.lanes_field(args) == {}
+    assert mod.shared_gpu_lines(args) == []
+    lock = mod.gpu_lock_path(args)
+    assert lock.startswith(str(tmp_path / "w"))
+    os_ = __import__("os")
+    os_.makedirs(os_.path.dirname(lock), exist_ok=True)
+    # One holder at a time.
+    inside = threading.Event()
+    with mod.GpuTurn(lock) as first:
+        t = threading.Thread(target=lambda: (mod.GpuTurn(lock).__enter__(), inside.set()),
+                             daemon=True)
+        t.start()
+        time.sleep(0.3)
+        assert not inside.is_set(), "a second turn while the first is held"
+    assert first.seconds >= 0.3
+    assert inside.wait(timeout=10)
+    # The lock's seconds, at the end of each kforge turn, count for the GPU-hour and NVML.
+    turns = [dict(kind="kforge", at_s=1.0, turn_s=2.0, gpu_turn_s=0.5),
+             dict(kind="kforge", at_s=4.0, turn_s=1.0)]
+    readings = [(2.2, 90.0), (2.7, 40.0), (4.5, 60.0)]
+    assert mod.utilization_in_turns(turns, readings) == (50.0, 2)
+    run_args = type("A", (), dict(repeats=1, kforge_lanes=2, kb_lanes=0, gpu_turns=True))()
+    s = mod.repeats_summary(run_args, [], turns, 10.0, 0)
+    assert s["evaluations"]["gpu_turn_s"] == 1.5
+    assert abs(s["evals_per_gpu_hour_turns"] - 2 * 3600 / 1.5) < 1e-6

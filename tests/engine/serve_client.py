@@ -5,6 +5,7 @@ frames on the server's stdin and reads the JSON answers from its stdout. Used by
 --serve, serve_test.py and the engine benchmark.
 """
 import json
+import os
 import struct
 import subprocess
 
@@ -87,12 +88,26 @@ def encode_request(task_source, candidate_source, device="cuda", dialect="", see
 class Server:
     """One `kforge-eval --serve stdio --answer json` process; evaluate() is one request."""
 
-    def __init__(self, eval_binary, cache_dir="", env=None, stderr=None):
+    def __init__(self, eval_binary, cache_dir="", env=None, stderr=None, gpu_lock="",
+                 gpu_wait_s=0):
+        """gpu_lock: the path of a GPU's lock file, for GPU turns (supervisor.h): the server
+        gets a descriptor of its own open file description of it."""
         cmd = [eval_binary, "--serve", "stdio", "--answer", "json"]
         if cache_dir:
             cmd += ["--cache-dir", cache_dir]
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=stderr, env=env)
+        lock_fd = -1
+        if gpu_lock:
+            lock_fd = os.open(gpu_lock, os.O_RDONLY | os.O_CREAT, 0o644)
+            cmd += ["--gpu-lock-fd", str(lock_fd)]
+            if gpu_wait_s:
+                cmd += ["--gpu-wait-s", str(gpu_wait_s)]
+        try:
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=stderr, env=env,
+                                         pass_fds=(lock_fd,) if lock_fd >= 0 else ())
+        finally:
+            if lock_fd >= 0:
+                os.close(lock_fd)
 
     def evaluate(self, **request):
         data = encode_request(**request)
