@@ -275,8 +275,17 @@ def kforge_env(args, build_ahead):
 
 
 def gpu_lock_path(args):
-    """The GPU's lock file of --gpu-turns ("" without)."""
-    return os.path.join(args.work_dir, "gpu.lock") if args.gpu_turns else ""
+    """The GPU's lock file of --gpu-turns ("" without): WORK_DIR/gpu.lock, opened once here and
+    named by this process's descriptor of it, so that each server and KB turn opens the same
+    file (an open file description of its own) even if something removed or replaced the
+    name. Not a boundary: candidates here run as this user, unsandboxed."""
+    if not args.gpu_turns:
+        return ""
+    if getattr(args, "gpu_lock_fd", None) is None:
+        os.makedirs(args.work_dir, exist_ok=True)
+        args.gpu_lock_fd = os.open(os.path.join(args.work_dir, "gpu.lock"),
+                                   os.O_RDONLY | os.O_CREAT, 0o644)
+    return f"/proc/self/fd/{args.gpu_lock_fd}"
 
 
 def start_server(run, build_ahead):
@@ -428,7 +437,8 @@ def kforge_timed(run, state, c):
     if state.get("server") is None or state["server"].proc.poll() is not None:
         state["server"] = start_server(run, build_ahead=False)
     r, wall = kforge_request(run, state["server"], c, device=run.args.device)
-    state["gpu_turn_s"] = (r.get("stages") or {}).get("gpu_turn_s")  # with --gpu-turns
+    if run.args.gpu_turns:  # 0 where the turn was never given
+        state["gpu_turn_s"] = (r.get("stages") or {}).get("gpu_turn_s", 0)
     return r, wall
 
 
@@ -1091,8 +1101,9 @@ def parse_utilization(line):
 
 
 def held_s(t):
-    """A turn's time on the GPU: with --gpu-turns the lock's (its end), else the whole turn."""
-    return t.get("gpu_turn_s") or t["turn_s"]
+    """A turn's time on the GPU: with --gpu-turns the lock's (its end; 0 where it was never
+    given), else the whole turn."""
+    return t["gpu_turn_s"] if "gpu_turn_s" in t else t["turn_s"]
 
 
 def utilization_in_turns(turn_log, readings):
@@ -1160,7 +1171,9 @@ def repeats_summary(args, rows, turn_log, wall_s, back_to_back, utilization=()):
     figures_2 = repeat_figures(two_or_more)
     caps = [capped(ev) for ev in ok_evs]
     caps = [c for c in caps if c is not None]
-    walls = [ev["wall_s"] for ev in ok_evs if ev.get("wall_s") is not None]
+    # Less the wait for the GPU's turn (--gpu-turns), which is another lane's time on the GPU.
+    walls = [ev["wall_s"] - (ev.get("stages") or {}).get("gpu_wait_s", 0)
+             for ev in ok_evs if ev.get("wall_s") is not None]
     busy_s = sum(device_busy_ms(ev) for ev in ok_evs) / 1e3
     planned = len(first_ok) * (n - 1)
     ran = sum(len(r.get("kforge_repeats") or []) for r in rows)

@@ -148,9 +148,17 @@ int main(int argc, char** argv) {
   if (cache_dir.empty()) {
     if (const char* env = std::getenv("KFORGE_CACHE_DIR")) cache_dir = env;
   }
+  if (!flags.count("serve") && (flags.count("gpu-lock-fd") || flags.count("gpu-wait-s"))) {
+    return Usage("--gpu-lock-fd and --gpu-wait-s are for --serve");
+  }
+  if (flags.count("gpu-wait-s") && !(num("gpu-wait-s", 0) > 0)) {
+    return Usage("--gpu-wait-s needs a number of seconds above 0");
+  }
   if (flags.count("serve")) {
-    eval::ServeOptions serve{cache_dir, flags["serve"] == "stdio" ? "" : flags["serve"],
-                             flags["answer"] == "json"};
+    eval::ServeOptions serve;
+    serve.cache_dir = cache_dir;
+    serve.fifo_dir = flags["serve"] == "stdio" ? "" : flags["serve"];
+    serve.json_results = flags["answer"] == "json";
     serve.turns.lock_fd = static_cast<int>(num("gpu-lock-fd", -1));
     serve.turns.wait_s = num("gpu-wait-s", serve.turns.wait_s);
     return eval::Serve(serve);

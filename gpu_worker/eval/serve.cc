@@ -5,6 +5,7 @@
 #include <ftw.h>
 #include <pybind11/embed.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -117,8 +118,7 @@ v1::EvalResult EvaluateSupervised(const v1::EvalRequest& request, EngineContext 
   // Sampling stops well inside the stage limit, leaving time for the post-timing check.
   context.timing_budget_s = std::max(1.0, 0.6 * limits.timing_s);
   v1::EvalResult result = RunSupervised(
-      limits, [&](StageReporter& r) { return Evaluate(request, context, r); }, in_dir,
-      turns);
+      limits, [&](StageReporter& r) { return Evaluate(request, context, r); }, in_dir, turns);
   RemoveTree(dir);
   if (result.dialect() == v1::DIALECT_UNSPECIFIED) {
     result.set_dialect(InferDialect(request.candidate_source()));
@@ -128,6 +128,9 @@ v1::EvalResult EvaluateSupervised(const v1::EvalRequest& request, EngineContext 
 
 int Serve(const ServeOptions& options) {
   signal(SIGPIPE, SIG_IGN);  // a vanished client shows up as a failed write
+  // From the start, not from the first request's supervisor on: with GPU turns another lane's
+  // candidate runs while this server starts, and must not open /proc/<server>/fd or mem.
+  prctl(PR_SET_DUMPABLE, 0);
   const int lock_fd = options.turns.lock_fd;
   if (lock_fd >= 0) {
     struct stat st;
@@ -181,6 +184,11 @@ int Serve(const ServeOptions& options) {
     v1::EvalResult result;
     if (!request.ParseFromString(frame)) {
       result = BadRequest("the request is not a serialized EvalRequest");
+    } else if (lock_fd >= 0 && request.build_only()) {
+      // A build runs candidate code from the start of load, before a turn could be taken.
+      result = BadRequest(
+          "a fork server with GPU turns takes no build-only request (builds ahead run on a "
+          "server of their own, with no GPU visible)");
     } else {
       ForkHooks hooks;
       hooks.before = [] { PyOS_BeforeFork(); };

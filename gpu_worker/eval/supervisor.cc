@@ -163,9 +163,18 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
   auto limit_for = [&](Stage s) {
     return s == Stage::kGpuWait ? turns.wait_s : LimitFor(limits, s);
   };
-  int ctl[2], out[2], turn[2] = {-1, -1};
+  int ctl[2] = {-1, -1}, out[2] = {-1, -1}, turn[2] = {-1, -1};
+  auto close_all = [&] {
+    for (int* p : {ctl, out, turn}) {
+      for (int i : {0, 1}) {
+        if (p[i] >= 0) close(p[i]);
+        p[i] = -1;
+      }
+    }
+  };
   if (pipe2(ctl, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 ||
       (gpu_lock_fd >= 0 && pipe2(turn, O_CLOEXEC) != 0)) {
+    close_all();
     v1::EvalResult r;
     r.set_verdict(v1::VERDICT_RUNTIME_ERROR);
     r.set_reason(std::string("engine could not create pipes: ") + strerror(errno));
@@ -204,12 +213,13 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
     _exit(0);
   }
   if (hooks.parent) hooks.parent();
-  close(ctl[1]);
-  close(out[1]);
-  if (turn[0] >= 0) close(turn[0]);
+  for (int* end : {&ctl[1], &out[1], &turn[0]}) {  // the child's ends
+    if (*end >= 0) close(*end);
+    *end = -1;
+  }
   v1::EvalResult result;
   if (pid < 0) {
-    if (turn[1] >= 0) close(turn[1]);
+    close_all();
     result.set_verdict(v1::VERDICT_RUNTIME_ERROR);
     result.set_reason(std::string("engine could not fork: ") + strerror(errno));
     return result;
@@ -236,7 +246,9 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
     }
     if (exited && std::chrono::duration<double>(Clock::now() - exited_at).count() > 2) break;
     double elapsed = std::chrono::duration<double>(Clock::now() - stage_start).count();
-    if (!exited && !timed_out && !got_result && elapsed > limit_for(stage)) {
+    // The wait's limit holds only until the turn is given.
+    const bool limited = stage != Stage::kGpuWait || !turn_held;
+    if (!exited && !timed_out && !got_result && limited && elapsed > limit_for(stage)) {
       timed_out = true;
       kill(-pid, SIGKILL);
     }

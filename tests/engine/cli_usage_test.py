@@ -22,6 +22,8 @@ CASES = [
     (["--no-such-flag", "1"], 2, "unknown flag --no-such-flag"),
     (["--dialect", "fortran"], 2, "unknown dialect fortran"),
     (["--trials"], 2, "flag --trials needs a value"),
+    (["--gpu-lock-fd", "5"], 2, "--gpu-lock-fd and --gpu-wait-s are for --serve"),
+    (["--serve", "stdio", "--gpu-wait-s", "0"], 2, "--gpu-wait-s needs a number of seconds"),
 ]
 
 

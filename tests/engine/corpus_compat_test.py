@@ -310,9 +310,9 @@ def test_gpu_turns_make_lanes_timing_results_and_count_the_locks_seconds(tmp_pat
     assert not mod.lanes_overlap(args) and mod.lanes_field(args) == {}
     assert mod.shared_gpu_lines(args) == []
     lock = mod.gpu_lock_path(args)
-    assert lock.startswith(str(tmp_path / "w"))
     os_ = __import__("os")
-    os_.makedirs(os_.path.dirname(lock), exist_ok=True)
+    assert lock.startswith("/proc/self/fd/") and mod.gpu_lock_path(args) == lock
+    assert os_.path.realpath(lock) == str(tmp_path / "w" / "gpu.lock")
     # One holder at a time.
     inside = threading.Event()
     with mod.GpuTurn(lock) as first:
@@ -324,11 +324,16 @@ def test_gpu_turns_make_lanes_timing_results_and_count_the_locks_seconds(tmp_pat
     assert first.seconds >= 0.3
     assert inside.wait(timeout=10)
     # The lock's seconds, at the end of each kforge turn, count for the GPU-hour and NVML.
+    # A turn never given (gpu_turn_timeout) held the GPU for 0 s, whatever its wall.
     turns = [dict(kind="kforge", at_s=1.0, turn_s=2.0, gpu_turn_s=0.5),
-             dict(kind="kforge", at_s=4.0, turn_s=1.0)]
-    readings = [(2.2, 90.0), (2.7, 40.0), (4.5, 60.0)]
+             dict(kind="kforge", at_s=4.0, turn_s=1.0, gpu_turn_s=1.0),
+             dict(kind="kforge", at_s=6.0, turn_s=900.0, gpu_turn_s=0)]
+    readings = [(2.2, 90.0), (2.7, 40.0), (4.5, 60.0), (7.0, 99.0)]
     assert mod.utilization_in_turns(turns, readings) == (50.0, 2)
     run_args = type("A", (), dict(repeats=1, kforge_lanes=2, kb_lanes=0, gpu_turns=True))()
-    s = mod.repeats_summary(run_args, [], turns, 10.0, 0)
+    rows = [dict(name="1_1", kforge_verdict="ok", kforge_wall_s=3.0,
+                 kforge_stages=dict(gpu_wait_s=1.0))]
+    s = mod.repeats_summary(run_args, rows, turns, 10.0, 0)
     assert s["evaluations"]["gpu_turn_s"] == 1.5
-    assert abs(s["evals_per_gpu_hour_turns"] - 2 * 3600 / 1.5) < 1e-6
+    assert abs(s["evals_per_gpu_hour_turns"] - 3 * 3600 / 1.5) < 1e-6
+    assert s["ok_wall_s"]["median"] == 2.0, "the wait for the turn is not the evaluation's"

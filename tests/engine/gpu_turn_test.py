@@ -5,14 +5,20 @@ clock's calibration and before any task or candidate code):
   1. two fork servers given the same lock file evaluate tests/engine/turn_candidate.py at once:
      both `ok`, and the two candidates' code ran one after the other (each prints the
      system-wide monotonic time when it starts and 2 s later when it ends) although each tried
-     to release every lock it could reach; the later one's result says it waited (gpu_wait_s);
-  2. the control: the same two evaluations on two servers without the lock overlap;
-  3. a turn held elsewhere (by this test) holds the evaluation before its candidate's code
-     runs, and it goes on once the turn is free: `ok`, gpu_wait_s at least the time held,
-     and not counted in device_s;
+     to release every lock it could reach, and found the lock still held by its turn; the
+     later one's result says it waited (gpu_wait_s) and both how long they held the turn
+     (gpu_turn_s); the task's code, which runs in the judge too, found no descriptor of the
+     lock file in its process;
+  2. the control: the same two evaluations on two servers without the lock overlap, and the
+     lock file is free while they run;
+  3. a turn held elsewhere (by this test) holds the evaluation (on a server that has already
+     served one) before its candidate's code runs, and it goes on once the turn is free: `ok`,
+     gpu_wait_s at least the time held, and not counted in device_s;
   4. a turn held past the server's --gpu-wait-s ends the evaluation as runtime_error, rule
      gpu_turn_timeout, stage gpu_wait, and nothing of the candidate ran;
-  5. a server given a --gpu-lock-fd that is not an open file does not start, and says why.
+  5. a server given a --gpu-lock-fd that is not an open file does not start, and says why;
+     a server with turns refuses a build-only request (a build runs candidate code before a
+     turn could be taken).
 Exits 1 on the first failed check.
 
   gpu_turn_test.py --eval build/gpu_worker/eval/kforge-eval
@@ -32,9 +38,25 @@ from check_util import ROOT, TINY_RELU_TASK as TASK, check
 CANDIDATE = os.path.join(ROOT, "tests", "engine", "turn_candidate.py")
 
 
-def evaluate(server, results, key):
-    results[key] = server.evaluate(task_source=open(TASK).read(),
-                                   candidate_source=open(CANDIDATE).read(), device="cpu")
+# Appended to the task: its code runs in the judge (and the candidate process) and lists every
+# descriptor of the process that refers to the lock file.
+TASK_PROBE = """
+import os as _os
+_fds = _os.listdir("/proc/self/fd")
+print(f"FDSCAN {len(_fds)}", flush=True)
+for _fd in _fds:
+    try:
+        if _os.readlink(f"/proc/self/fd/{_fd}") == "@LOCK@":
+            print(f"LOCKFD {_os.getpid()} {_fd}", flush=True)
+    except OSError:
+        pass
+"""
+SOURCES = {}
+
+
+def evaluate(server, results, key, **extra):
+    results[key] = server.evaluate(task_source=SOURCES["task"],
+                                   candidate_source=SOURCES["candidate"], device="cpu", **extra)
 
 
 def window(result):
@@ -71,6 +93,9 @@ def main():
     args = p.parse_args()
     with tempfile.TemporaryDirectory(prefix="kforge-turns-") as tmp:
         lock = os.path.join(tmp, "gpu0.lock")
+        open(lock, "w").close()
+        SOURCES["task"] = open(TASK).read() + TASK_PROBE.replace("@LOCK@", lock)
+        SOURCES["candidate"] = open(CANDIDATE).read().replace("@LOCK@", lock)
         cache = os.path.join(tmp, "cache")
         env = dict(os.environ, KFORGE_SHARE_REFERENCE="off")
 
@@ -88,6 +113,14 @@ def main():
         later = a if wa == second else b
         check(gpu_wait(later) >= 1.0,
               f"1. the later one says it waited for its turn: gpu_wait_s {gpu_wait(later):.2f}")
+        for r in (a, b):
+            log = r.get("output_log", "")
+            held = r.get("stages", {}).get("gpu_turn_s", 0)
+            check("TURN lock held" in log and held >= 2.0,
+                  f"1. the candidate found the lock held in its turn, held {held:.2f} s")
+            scans = [int(n) for n in re.findall(r"FDSCAN (\d+)", log)]
+            check(len(scans) >= 1 and min(scans) >= 3 and "LOCKFD" not in log,
+                  f"1. no descriptor of the lock file where task code runs (scanned {scans})")
         for s in servers:
             s.close()
 
@@ -99,10 +132,15 @@ def main():
         first, second = sorted([wc, wd])
         check(second[0] < first[1] and gpu_wait(c) == 0 and gpu_wait(d) == 0,
               f"2. control: without turns they overlap ({first}, {second}) and nobody waited")
+        check(all("TURN lock free" in r.get("output_log", "") for r in (c, d)),
+              "2. control: the lock file is free while they run")
         for s in servers:
             s.close()
 
         server = serve_client.Server(args.eval, cache, env=env, gpu_lock=lock)
+        warm = {}
+        evaluate(server, warm, 0)  # the server's start is not the wait's to cover
+        check(warm[0]["verdict"] == "ok", f"3. a first evaluation ({describe(warm[0])})")
         held = os.open(lock, os.O_RDONLY)
         fcntl.flock(held, fcntl.LOCK_EX)
         results = {}
@@ -117,7 +155,7 @@ def main():
         w = window(r)
         check(r["verdict"] == "ok" and w is not None and w[0] >= released_at,
               f"3. ok once the turn is free, the candidate's code after it ({describe(r)}; "
-              f"start {w and w[0]:.3f}, released {released_at:.3f})")
+              f"window {w}, released {released_at:.3f})")
         stages = r.get("stages", {})
         check(gpu_wait(r) >= 3.0 and stages.get("device_s", 0) < gpu_wait(r),
               f"3. gpu_wait_s {gpu_wait(r):.2f} >= 3, not in device_s "
@@ -134,9 +172,14 @@ def main():
               and r.get("stage") == "gpu_wait" and "TURN start" not in r.get("output_log", ""),
               f"4. a turn never given: gpu_turn_timeout in stage gpu_wait, nothing of the "
               f"candidate ran ({describe(r)}; stage {r.get('stage')})")
-        r = server.evaluate(task_source=open(TASK).read(),
-                            candidate_source=open(CANDIDATE).read(), device="cpu")
+        evaluate(server, results, 1)
+        r = results[1]
         check(r["verdict"] == "ok", f"4. the same server's next evaluation is ok ({describe(r)})")
+        evaluate(server, results, 2, build_only=True)
+        r = results[2]
+        check(r["verdict"] == "runtime_error" and r.get("rule") == "bad_request"
+              and "takes no build-only request" in r.get("reason", ""),
+              f"5. a build-only request on a server with turns is refused ({describe(r)})")
         server.close()
         os.close(held)
 

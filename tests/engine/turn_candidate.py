@@ -1,7 +1,8 @@
 # kforge: dialect=kernelbench
 # A tiny_relu candidate for gpu_turn_test.py: when its code first runs (which, with GPU turns,
 # is inside its evaluation's turn) it prints the system-wide monotonic time, tries to let go of
-# the turn it is in, sleeps 2 s and prints the time again, then answers correctly.
+# the turn it is in, says whether the GPU's lock is still held (the test fills in @LOCK@), sleeps
+# 2 s and prints the time again, then answers correctly.
 import ctypes
 import fcntl
 import os
@@ -39,7 +40,24 @@ def release_every_lock():
             pass
 
 
+def turn_is_held(path):
+    """Whether the GPU's lock file (the test puts its path in) is locked while this runs: by
+    the supervisor, for this evaluation's turn."""
+    if not os.path.exists(path):
+        return "absent"
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return "free"
+    except BlockingIOError:
+        return "held"
+    finally:
+        os.close(fd)
+
+
 release_every_lock()
+print("TURN lock", turn_is_held("@LOCK@"), flush=True)
 time.sleep(2.0)
 print(f"TURN end {time.monotonic():.6f}", flush=True)
 
