@@ -36,13 +36,30 @@ EvalServerClient::EvalServerClient(EvalServerConfig config) : config_(std::move(
 EvalServerClient::~EvalServerClient() { Stop(false); }
 
 bool EvalServerClient::Start(std::string* why_not) {
-  sandbox_ = std::make_unique<Sandboxed>(config_.policy);
   std::vector<std::string> argv = {config_.eval_binary, "--serve", "."};
   if (!config_.cache_dir.empty()) {
     argv.push_back("--cache-dir");
     argv.push_back(config_.cache_dir);
   }
-  if (!sandbox_->Start(argv, config_.extra_env)) {
+  SandboxPolicy policy = config_.policy;
+  int lock_fd = -1;
+  if (!config_.gpu_lock_path.empty()) {
+    lock_fd = open(config_.gpu_lock_path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    if (lock_fd < 0) {
+      *why_not =
+          "the GPU's lock file " + config_.gpu_lock_path + " did not open: " + strerror(errno);
+      return false;
+    }
+    policy.pass_fd = lock_fd;
+    argv.insert(argv.end(), {"--gpu-lock-fd", std::to_string(lock_fd)});
+    if (config_.gpu_wait_s > 0) {
+      argv.insert(argv.end(), {"--gpu-wait-s", std::to_string(config_.gpu_wait_s)});
+    }
+  }
+  sandbox_ = std::make_unique<Sandboxed>(policy);
+  const bool started = sandbox_->Start(argv, config_.extra_env);
+  if (lock_fd >= 0) close(lock_fd);  // the server has its own now
+  if (!started) {
     *why_not = "the server did not start: " + sandbox_->result().error;
     sandbox_.reset();
     return false;

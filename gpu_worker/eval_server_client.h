@@ -12,6 +12,9 @@
 // deadline (then it is killed). The caller falls back to a one-shot child and logs why; the
 // next Evaluate() starts a fresh server.
 //
+// With `gpu_lock_path` the server takes turns on the GPU with the other lanes of its GPU
+// and refuses build-only requests.
+//
 // Thread-safety: one client per slot, used by that slot's thread only. Ownership: the client
 // owns its server; destroying it closes the request channel (the server exits at the end of
 // its input), kills what is left and joins the waiter.
@@ -38,6 +41,11 @@ struct EvalServerConfig {
   std::string cache_dir;
   std::vector<std::string> extra_env;
   double start_timeout_s = 120;    // until the server opened its channel
+  // GPU turns (docs/evaluation.md, "GPU turns"): the lock file of the slot's GPU, shared by
+  // the servers of its lanes. Opened for each server (an open file description of its own),
+  // passed as `--gpu-lock-fd` (SandboxPolicy::pass_fd), never by path. Empty: no turns.
+  std::string gpu_lock_path;
+  double gpu_wait_s = 0;  // --gpu-wait-s; 0: the server's default
 };
 
 class EvalServerClient {

@@ -21,6 +21,7 @@
 #include "common/base/files.h"
 #include "gmock/gmock.h"
 #include "gpu_worker/sandbox_evaluator.h"
+#include "gpu_worker/sandboxed_engine_for_tests.h"
 #include "gpu_worker/unix_listener_for_tests.h"
 #include "gtest/gtest.h"
 
@@ -29,10 +30,6 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-std::string Source(const std::string& rel) {
-  return ReadFileOrEmpty(std::string(std::getenv("KFORGE_SOURCE_DIR")) + "/" + rel);
-}
 
 void Replace(std::string* s, const std::string& from, const std::string& to) {
   size_t at = s->find(from);
@@ -46,18 +43,7 @@ class EvalViewTest : public ::testing::Test {
     if (geteuid() != 0) GTEST_SKIP() << "the view needs the sandbox's mount namespace (root)";
     setenv("KFORGE_EVAL_SERVER", "off", 1);  // one-shot children: a fresh policy per test
     dir_ = MakeDir("/tmp/kforge-view-test-XXXXXX", 0711);
-    options_.eval_binary =
-        std::string(std::getenv("KFORGE_BINARY_DIR")) + "/gpu_worker/eval/kforge-eval";
-    options_.cache_dir = dir_ + "/cache";
-    ASSERT_EQ(mkdir(options_.cache_dir.c_str(), 0777), 0);
-    chmod(options_.cache_dir.c_str(), 01777);
-    options_.scratch_root = dir_;
-    options_.cpu_mode = true;
-    options_.require_namespaces = true;
-    options_.sandbox_executables = DefaultCompilerExecutables();
-    ASSERT_TRUE(AddEnginePaths(options_.eval_binary, options_.cache_dir, &options_.sandbox_view,
-                               &options_.sandbox_executables)
-                    .ok());
+    ASSERT_TRUE(SandboxedCpuOptions(dir_, &options_).ok());
   }
   void TearDown() override {
     if (unix_fd_ >= 0) close(unix_fd_);

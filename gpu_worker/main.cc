@@ -31,6 +31,12 @@ ABSL_FLAG(std::string, gpu_type, "auto",
           "cpu, or a name such as H200 (with --device cpu to emulate a pool in tests)");
 ABSL_FLAG(std::string, device, "auto", "auto, cuda or cpu: where the evaluations run");
 ABSL_FLAG(int, slots, 0, "evaluations at once (0: one per GPU, or 1 in CPU mode)");
+ABSL_FLAG(int, lanes_per_gpu, 1,
+          "evaluations sharing each slot's device, taking turns on it (docs/evaluation.md, "
+          "\"GPU turns\"): one's CUDA contexts and start overlap another's turn; 1: no turns");
+ABSL_FLAG(double, gpu_wait_s, 0,
+          "with turns, how long an evaluation waits for its turn before it ends as "
+          "gpu_turn_timeout (0: kforge-eval's default, 900 s)");
 ABSL_FLAG(std::string, eval_binary, "", "kforge-eval (default: next to this binary)");
 ABSL_FLAG(std::string, cache_dir, "/tmp/kforge-cache", "build cache shared by the children");
 ABSL_FLAG(double, metrics_sample_s, 1,
@@ -143,7 +149,27 @@ int Run() {
     options.gpu_pci_bus_ids = gpus.pci_bus_ids;
   }
   int slots = absl::GetFlag(FLAGS_slots);
-  f.set_slots(static_cast<uint32_t>(slots > 0 ? slots : (options.cpu_mode ? 1 : gpus.count)));
+  options.lanes_per_gpu = absl::GetFlag(FLAGS_lanes_per_gpu);
+  options.gpu_wait_s = absl::GetFlag(FLAGS_gpu_wait_s);
+  if (options.lanes_per_gpu < 1 || options.gpu_wait_s < 0) {
+    LogError("--lanes_per_gpu must be at least 1 and --gpu_wait_s not negative");
+    return 1;
+  }
+  const int devices = slots > 0 ? slots : (options.cpu_mode ? 1 : gpus.count);
+  f.set_slots(static_cast<uint32_t>(devices * options.lanes_per_gpu));
+  if (options.lanes_per_gpu > 1) {
+    std::vector<std::string> names;
+    for (int d = 0; d < devices; ++d) {
+      names.push_back(options.cpu_mode ? "cpu" : "cuda:" + std::to_string(d));
+    }
+    absl::StatusOr<std::string> dir = MakeGpuLockDir(options.scratch_root, names);
+    if (!dir.ok()) {
+      LogError("cannot make the GPU turns' locks",
+               {{"error", std::string(dir.status().message())}});
+      return 1;
+    }
+    options.gpu_lock_dir = *dir;
+  }
   options.metrics_sample_s = absl::GetFlag(FLAGS_metrics_sample_s);
   int prefetch = absl::GetFlag(FLAGS_prefetch);
   options.prefetch = prefetch >= 0 ? prefetch : (options.cpu_mode ? 0 : static_cast<int>(f.slots()));
@@ -181,6 +207,7 @@ int Run() {
                               {"driver_version", f.driver_version()},
                               {"cuda_version", f.cuda_version()},
                               {"slots", std::to_string(f.slots())},
+                              {"lanes_per_gpu", std::to_string(options.lanes_per_gpu)},
                               {"prefetch", std::to_string(options.prefetch)},
                               {"eval_binary", options.eval_binary}});
   // What confines the evaluations, as the sandbox will apply it (the view needs root).

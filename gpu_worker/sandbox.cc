@@ -51,6 +51,7 @@ struct SandboxChildPlan {
   std::string scratch;
   std::vector<std::string> executables;  // empty: no restriction
   int lifeline = -1;                     // read end of the worker's lifeline (WorkerLifeline)
+  int pass_fd = -1;                      // SandboxPolicy::pass_fd
 };
 
 namespace {
@@ -229,6 +230,9 @@ bool Confine(const SandboxChildPlan& plan) {
   sigprocmask(SIG_SETMASK, &none, nullptr);
   // A descriptor the worker forgot to mark close-on-exec must not reach the child.
   if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) return Fail("close_range");
+  if (plan.pass_fd >= 0 && fcntl(plan.pass_fd, F_SETFD, 0) != 0) {
+    return Fail("keeping the passed descriptor");
+  }
   for (int i = 0; i < plan.num_limits; ++i) {
     struct rlimit r = {plan.limits[i].soft, plan.limits[i].hard};
     if (setrlimit(plan.limits[i].resource, &r) != 0) return Fail("setrlimit");
@@ -493,6 +497,7 @@ bool Sandboxed::Start(std::vector<std::string> argv, std::vector<std::string> ex
   options.wall_limit_s = policy_.wall_limit_s;
   options.max_output_bytes = policy_.max_output_bytes;
   plan->lifeline = WorkerLifeline();
+  plan->pass_fd = policy_.pass_fd;
   const SandboxChildPlan* p = plan.get();
   options.child_setup = [p] { return EnterNamespaces(*p) && Confine(*p); };
   plan_ = std::move(plan);

@@ -112,6 +112,11 @@ struct SandboxPolicy {
   // When not empty: the only files the child's processes may execute (a directory: every
   // file beneath it; a trailing '*' matches names by prefix), besides argv[0]. Landlock.
   std::vector<std::string> executables;
+  // A descriptor of the worker's (above 2) that the child keeps open across its exec, at the
+  // same number; -1: none. Every other descriptor is closed at the exec. The fork server's
+  // GPU lock (`kforge-eval --serve ... --gpu-lock-fd N`, eval_server_client.h) travels so,
+  // without a path the child could open.
+  int pass_fd = -1;
 };
 
 // The plan the child follows between fork and exec; built before the fork.

@@ -1,7 +1,18 @@
 #include "gpu_worker/sandbox_evaluator.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "common/base/log.h"
@@ -55,7 +66,70 @@ std::vector<std::string> ExtraEnv(bool build_only = false) {
   return env;
 }
 
+// A one-shot child cannot take turns itself (only a fork server's supervisor can): the slot's
+// thread holds its device's turn for the child's whole run, contexts included.
+class OneShotTurn {
+ public:
+  OneShotTurn(const std::string& lock_path, double wait_s) {
+    if (lock_path.empty()) return;
+    fd_ = open(lock_path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    if (fd_ < 0) {
+      error_ = "the GPU's lock file " + lock_path + " did not open: " + strerror(errno);
+      rule_ = "engine_error";
+      return;
+    }
+    const auto until = std::chrono::steady_clock::now() +
+                       std::chrono::milliseconds(static_cast<int64_t>(wait_s * 1000));
+    while (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      if (std::chrono::steady_clock::now() > until) {
+        error_ = "the GPU's turn was not given within " + std::to_string(wait_s) + " s";
+        rule_ = "gpu_turn_timeout";
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  ~OneShotTurn() {
+    if (fd_ >= 0) close(fd_);  // releases the flock
+  }
+  OneShotTurn(const OneShotTurn&) = delete;
+  OneShotTurn& operator=(const OneShotTurn&) = delete;
+  const std::string& error() const { return error_; }
+  const std::string& rule() const { return rule_; }
+
+ private:
+  int fd_ = -1;
+  std::string error_, rule_;
+};
+
 }  // namespace
+
+absl::StatusOr<std::string> MakeGpuLockDir(const std::string& root,
+                                           const std::vector<std::string>& devices) {
+  std::string dir = root + "/kforge-gpu-turns-XXXXXX";
+  if (mkdtemp(dir.data()) == nullptr) {
+    return absl::InternalError("cannot make the GPU turns' directory under " + root + ": " +
+                               strerror(errno));
+  }
+  WorkerOptions probe;
+  probe.gpu_lock_dir = dir;
+  for (const std::string& device : devices) {
+    const std::string path = GpuLockPath(probe, device);
+    const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+      return absl::InternalError("cannot make the GPU lock file " + path + ": " + strerror(errno));
+    }
+    close(fd);
+  }
+  return dir;
+}
+
+std::string GpuLockPath(const WorkerOptions& options, const std::string& device) {
+  if (options.gpu_lock_dir.empty()) return "";
+  std::string name = device;
+  std::replace(name.begin(), name.end(), ':', '-');
+  return options.gpu_lock_dir + "/" + name + ".lock";
+}
 
 absl::Status CheckSandbox(const WorkerOptions& options) {
   SandboxPolicy policy = PolicyFor(options);
@@ -93,13 +167,24 @@ v1::EvalResult RunEvaluation(const WorkerOptions& options, v1::EvalRequest reque
   SandboxPolicy policy = PolicyFor(options);
   policy.wall_limit_s = EvaluationWallLimitS(request, options.extra_wall_s);
   const std::vector<std::string> env = ExtraEnv(request.build_only());
+  // A build runs candidate code before a turn could be taken: builds take none.
+  const std::string lock = request.build_only() ? "" : GpuLockPath(options, device);
   // One fork server per slot thread (eval_server_client.h); KFORGE_EVAL_SERVER=off disables it.
   const char* use_server = std::getenv("KFORGE_EVAL_SERVER");
   if (!use_server || std::string(use_server) != "off") {
     thread_local std::unique_ptr<EvalServerClient> server;
+    thread_local std::string server_lock;  // the lock its server takes turns on
+    if (server && server_lock != lock) server.reset();
     if (!server) {
-      server = std::make_unique<EvalServerClient>(
-          EvalServerConfig{policy, options.eval_binary, options.cache_dir, env});
+      EvalServerConfig config;
+      config.policy = policy;
+      config.eval_binary = options.eval_binary;
+      config.cache_dir = options.cache_dir;
+      config.extra_env = env;
+      config.gpu_lock_path = lock;
+      config.gpu_wait_s = options.gpu_wait_s;
+      server = std::make_unique<EvalServerClient>(std::move(config));
+      server_lock = lock;
     }
     std::string why;
     bool cancelled = false;
@@ -109,6 +194,8 @@ v1::EvalResult RunEvaluation(const WorkerOptions& options, v1::EvalRequest reque
     if (cancelled) return Failure("cancelled: " + why, "cancelled");
     LogWarning("fork server unavailable, evaluating in a one-shot child", {{"why", why}});
   }
+  OneShotTurn turn(lock, options.gpu_wait_s > 0 ? options.gpu_wait_s : 900);
+  if (!turn.error().empty()) return Failure(turn.error(), turn.rule());
   SubprocessResult run = RunSandboxed(policy, argv, env, request.SerializeAsString());
   v1::EvalResult result;
   std::string error;

@@ -10,8 +10,10 @@
 
 #include <atomic>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "gpu_worker/evaluator.h"
 #include "gpu_worker/worker_options.h"
 #include "kforge/v1/eval.pb.h"
@@ -32,11 +34,21 @@ double EvaluationWallLimitS(const v1::EvalRequest& request, double extra_wall_s)
 
 // Evaluates one request in a sandboxed kforge-eval child and returns its result, or a
 // runtime_error result saying why the child gave none. A build_only request runs with no GPU
-// visible. When `cancel` (if given) becomes true before the fork server answers, the child is
-// killed and the result is a runtime_error with rule "cancelled" (builds ahead on a drain: their
-// leases go back to the queue).
+// visible. With turns (options.gpu_lock_dir) an evaluation that is not build-only runs in its
+// device's turn: its fork server takes it, and a one-shot child's turn is held here for the
+// child's whole run. When `cancel` (if given) becomes true before the fork server answers, the
+// child is killed and the result is a runtime_error with rule "cancelled" (builds ahead on a
+// drain: their leases go back to the queue).
 v1::EvalResult RunEvaluation(const WorkerOptions& options, v1::EvalRequest request,
                              const std::string& device, const std::atomic<bool>* cancel = nullptr);
+
+// GPU turns (docs/evaluation.md, "GPU turns"): a private directory (0700, the worker's) under
+// `root` holding one lock file per device of `devices`, for WorkerOptions::gpu_lock_dir.
+// Sandboxed evaluations never see it: their fork servers get the lock as a descriptor.
+absl::StatusOr<std::string> MakeGpuLockDir(const std::string& root,
+                                           const std::vector<std::string>& devices);
+// The lock file of `device` ("cuda:1" or "cpu") in options.gpu_lock_dir; empty without turns.
+std::string GpuLockPath(const WorkerOptions& options, const std::string& device);
 
 class SandboxEvaluator : public Evaluator {
  public:

@@ -359,6 +359,27 @@ TEST(SandboxTest, FileAndDescriptorLimitsAreInForce) {
   EXPECT_EQ(r.stdout_data, "64\n2048\nrc=153\n1048576\n");
 }
 
+// The fork server's GPU lock travels so (eval_server_client.h): the passed descriptor reaches
+// the child at its number, and one the worker left without close-on-exec does not.
+TEST(SandboxTest, OnlyThePassedDescriptorCrossesTheExec) {
+  const int passed = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  const int leaked = open("/dev/zero", O_RDONLY);  // no close-on-exec: the worker's mistake
+  ASSERT_GE(passed, 3);
+  ASSERT_GE(leaked, 3);
+  SandboxPolicy p = TestPolicy();
+  p.pass_fd = passed;
+  const std::string probe = "readlink /proc/self/fd/" + std::to_string(passed) +
+                            "; readlink /proc/self/fd/" + std::to_string(leaked) +
+                            " || echo closed";
+  SubprocessResult r = RunSandboxed(p, Sh(probe));
+  SubprocessResult without = RunSandboxed(TestPolicy(), Sh(probe));
+  close(passed);
+  close(leaked);
+  ASSERT_TRUE(r.Succeeded()) << r.Describe() << r.stderr_data;
+  EXPECT_EQ(r.stdout_data, "/dev/null\nclosed\n");
+  EXPECT_EQ(without.stdout_data, "closed\n") << "not passed, not kept";
+}
+
 TEST(SandboxTest, CpuLimitEndsABusyLoop) {
   SandboxPolicy p = TestPolicy();
   p.cpu_seconds = 1;

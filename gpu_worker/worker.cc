@@ -33,14 +33,19 @@ Worker::Worker(WorkerOptions options, prometheus::Registry& metrics)
 
 void Worker::Run(const std::atomic<bool>& stop) {
   const int slots = static_cast<int>(options_.facts.slots());
+  const int lanes = std::max(options_.lanes_per_gpu, 1);
   std::vector<std::string> devices;
+  std::vector<std::string> bus_ids;  // of each slot's GPU
   for (int slot = 0; slot < slots; ++slot) {
-    devices.push_back(options_.cpu_mode ? "cpu" : "cuda:" + std::to_string(slot));
+    const int gpu = slot / lanes;
+    devices.push_back(options_.cpu_mode ? "cpu" : "cuda:" + std::to_string(gpu));
+    if (gpu < static_cast<int>(options_.gpu_pci_bus_ids.size())) {
+      bus_ids.push_back(options_.gpu_pci_bus_ids[gpu]);
+    }
   }
   std::unique_ptr<GpuMonitor> gpu_monitor;
-  if (!options_.cpu_mode && options_.gpu_pci_bus_ids.size() >= devices.size()) {
-    gpu_monitor = GpuMonitor::Open(
-        {options_.gpu_pci_bus_ids.begin(), options_.gpu_pci_bus_ids.begin() + slots});
+  if (!options_.cpu_mode && bus_ids.size() == devices.size()) {
+    gpu_monitor = GpuMonitor::Open(bus_ids);
   }
   if (!options_.cpu_mode && !gpu_monitor) {
     LogWarning("no GPU utilisation metrics: NVML or the slots' PCI bus ids are not available");

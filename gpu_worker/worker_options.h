@@ -35,6 +35,12 @@ struct WorkerOptions {
   // builder thread each) while the slots time others; 0 turns building ahead off.
   int prefetch = 0;
   std::string arch;  // NVRTC target of the slots' GPUs ("sm_90"), for the builds ahead
+  // GPU turns (docs/evaluation.md, "GPU turns"): slot s runs on device s / lanes_per_gpu, and
+  // the lanes of one device take turns on it through the lock file GpuLockPath names in
+  // gpu_lock_dir (MakeGpuLockDir; main makes it when lanes_per_gpu > 1). Empty: no turns.
+  int lanes_per_gpu = 1;
+  std::string gpu_lock_dir;
+  double gpu_wait_s = 0;  // the fork servers' --gpu-wait-s; 0: kforge-eval's default
 };
 
 }  // namespace kforge

@@ -1,0 +1,184 @@
+// GPU turns through the worker (docs/evaluation.md, "GPU turns"), with the real kforge-eval in
+// CPU mode, sandboxed as kforge-worker runs it (its own user, namespaces, the view): two lanes
+// of one device (RunEvaluation from two slot threads, each with its own fork server given the
+// device's lock as a descriptor) run their candidates' code one after the other, although each
+// candidate (tests/engine/turn_candidate.py) tries to release every lock it can reach and looks
+// for the lock file by its path; the same two without turns overlap; a one-shot child (no fork
+// server) waits for a turn held elsewhere; a build-only request takes no turn.
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <optional>
+#include <regex>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "common/base/files.h"
+#include "gmock/gmock.h"
+#include "gpu_worker/eval_view.h"
+#include "gpu_worker/sandbox_evaluator.h"
+#include "gpu_worker/sandboxed_engine_for_tests.h"
+#include "gtest/gtest.h"
+
+namespace kforge {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// The system-wide monotonic time (CLOCK_MONOTONIC, as Python's time.monotonic) in seconds.
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// (start, end) of the candidate's code, from what turn_candidate.py printed.
+std::optional<std::pair<double, double>> Span(const v1::EvalResult& r) {
+  std::smatch start, end;
+  const std::string& log = r.output_log();
+  if (!std::regex_search(log, start, std::regex(R"(TURN start ([0-9.]+))")) ||
+      !std::regex_search(log, end, std::regex(R"(TURN end ([0-9.]+))"))) {
+    return std::nullopt;
+  }
+  return std::make_pair(std::stod(start[1]), std::stod(end[1]));
+}
+
+class WorkerTurnsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "the worker's sandbox (its user, the view) needs root";
+    unsetenv("KFORGE_EVAL_SERVER");
+    char tmpl[] = "/tmp/kforge-turns-test-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    chmod(dir_.c_str(), 0711);
+    ASSERT_TRUE(SandboxedCpuOptions(dir_, &options_).ok());
+    options_.lanes_per_gpu = 2;
+    absl::StatusOr<std::string> locks = MakeGpuLockDir(dir_, {"cpu"});
+    ASSERT_TRUE(locks.ok()) << locks.status();
+    lock_dir_ = *locks;
+    lock_path_ = lock_dir_ + "/cpu.lock";
+    struct stat st;
+    ASSERT_EQ(stat(lock_dir_.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0700u);  // the worker's alone
+  }
+  void TearDown() override {
+    unsetenv("KFORGE_EVAL_SERVER");
+    if (!dir_.empty()) std::system(("rm -rf " + dir_).c_str());
+  }
+
+  v1::EvalRequest Request() const {
+    std::string candidate = Source("tests/engine/turn_candidate.py");
+    const size_t at = candidate.find("@LOCK@");
+    EXPECT_NE(at, std::string::npos);
+    candidate.replace(at, 6, lock_path_);
+    v1::EvalRequest r;
+    r.set_task_source(Source("examples/tasks/tiny/tiny_relu.py"));
+    r.set_candidate_source(candidate);
+    r.mutable_limits()->set_correctness_s(60);
+    return r;
+  }
+
+  // On a thread of its own, as a slot's: RunEvaluation keeps a fork server per thread, made
+  // with the options of the thread's first call, and each test has its own.
+  static v1::EvalResult Run(const WorkerOptions& options, const v1::EvalRequest& request) {
+    v1::EvalResult r;
+    std::thread slot([&] { r = RunEvaluation(options, request, "cpu"); });
+    slot.join();
+    return r;
+  }
+
+  // Two evaluations at once, as two slot threads of one device would run them.
+  std::pair<v1::EvalResult, v1::EvalResult> TwoAtOnce(const WorkerOptions& options) {
+    v1::EvalResult a, b;
+    const v1::EvalRequest request = Request();
+    std::thread other([&] { b = Run(options, request); });
+    a = Run(options, request);
+    other.join();
+    return {a, b};
+  }
+
+  std::string dir_, lock_dir_, lock_path_;
+  WorkerOptions options_;
+};
+
+TEST_F(WorkerTurnsTest, TwoLanesOfOneDeviceRunTheirCandidatesOneAfterTheOther) {
+  WorkerOptions options = options_;
+  options.gpu_lock_dir = lock_dir_;
+  auto [a, b] = TwoAtOnce(options);
+  for (const v1::EvalResult* r : {&a, &b}) {
+    ASSERT_EQ(r->verdict(), v1::VERDICT_OK) << r->reason() << r->output_log();
+    // The candidate cannot reach the lock file by its path (outside its view) ...
+    EXPECT_THAT(r->output_log(), HasSubstr("TURN lock absent"));
+    // ... and every lock it could reach and release did not end its turn (below).
+    EXPECT_GE(r->stages().gpu_turn_s(), 2.0) << "held through the candidate's 2 s";
+  }
+  auto sa = Span(a), sb = Span(b);
+  ASSERT_TRUE(sa && sb) << a.output_log() << b.output_log();
+  const auto& [first, second] =
+      sa->first < sb->first ? std::make_pair(*sa, *sb) : std::make_pair(*sb, *sa);
+  EXPECT_LE(first.second, second.first) << "the candidates' code overlapped";
+  const v1::EvalResult& later = sa->first < sb->first ? b : a;
+  EXPECT_GT(later.stages().gpu_wait_s(), 1.0) << "the later lane waited for its turn";
+}
+
+TEST_F(WorkerTurnsTest, WithoutTurnsTheSameTwoOverlap) {
+  auto [a, b] = TwoAtOnce(options_);  // no gpu_lock_dir
+  ASSERT_EQ(a.verdict(), v1::VERDICT_OK) << a.reason();
+  ASSERT_EQ(b.verdict(), v1::VERDICT_OK) << b.reason();
+  auto sa = Span(a), sb = Span(b);
+  ASSERT_TRUE(sa && sb);
+  EXPECT_LT(std::max(sa->first, sb->first), std::min(sa->second, sb->second))
+      << "the control must overlap, or the test above proves nothing";
+  EXPECT_EQ(a.stages().gpu_turn_s(), 0);
+}
+
+TEST_F(WorkerTurnsTest, AOneShotChildWaitsForATurnHeldElsewhere) {
+  setenv("KFORGE_EVAL_SERVER", "off", 1);
+  WorkerOptions options = options_;
+  options.gpu_lock_dir = lock_dir_;
+  const int fd = open(lock_path_.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(flock(fd, LOCK_EX | LOCK_NB), 0);
+  double released_at = 0;
+  std::thread holder([&] {
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    released_at = Now();
+    close(fd);
+  });
+  v1::EvalResult r = Run(options, Request());
+  holder.join();
+  ASSERT_EQ(r.verdict(), v1::VERDICT_OK) << r.reason();
+  auto span = Span(r);
+  ASSERT_TRUE(span);
+  EXPECT_GE(span->first, released_at) << "the candidate ran before the turn was given";
+
+  options.gpu_wait_s = 1;  // and a turn never given ends the evaluation, clearly
+  const int again = open(lock_path_.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_EQ(flock(again, LOCK_EX | LOCK_NB), 0);
+  v1::EvalResult late = Run(options, Request());
+  close(again);
+  EXPECT_EQ(late.verdict(), v1::VERDICT_RUNTIME_ERROR);
+  EXPECT_EQ(late.rule(), "gpu_turn_timeout");
+  EXPECT_THAT(late.output_log(), Not(HasSubstr("TURN start")));
+}
+
+TEST_F(WorkerTurnsTest, ABuildOnlyRequestTakesNoTurn) {
+  WorkerOptions options = options_;
+  options.gpu_lock_dir = lock_dir_;
+  const int fd = open(lock_path_.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_EQ(flock(fd, LOCK_EX | LOCK_NB), 0);  // held all along: a build must not wait
+  v1::EvalRequest r = Request();
+  r.set_build_only(true);
+  v1::EvalResult built = Run(options, r);
+  close(fd);
+  EXPECT_EQ(built.verdict(), v1::VERDICT_OK) << built.reason();
+  EXPECT_EQ(built.stages().gpu_wait_s(), 0);
+}
+
+}  // namespace
+}  // namespace kforge
