@@ -15,6 +15,9 @@
 #   port_of NAME KEY  a port from NAME's ready file (KEY grpc_port or metrics_port)
 #   gc_start_coordinator FLAGS...  the coordinator on that database; COORD its address
 #   gc_setup          gc_begin, gc_unpack, gc_build_eval, gc_start_pg in one
+#   gc_scrape_metrics URL FILE STOP  in the background: the worker's slot and GPU series from
+#                     its /metrics URL, appended to FILE every 0.5 s until the file STOP
+#                     exists; SCRAPER its pid
 #   gc_start_worker FLAGS...  the worker (one slot per GPU; DEVICE=cpu: two CPU slots) with
 #                     FLAGS; falls back to --sandbox_user= when nobody cannot run kforge-eval
 # As root, PostgreSQL and the sandbox's children run as nobody (as_user).
@@ -172,4 +175,27 @@ gc_start_worker() {
 # The worker's own account of its sandbox (user, namespaces, file view, program list).
 gc_say_sandbox() {
   say "worker sandbox: $(grep -m1 '"msg":"sandbox"' "$L/worker.log" | cut -c1-400)"
+}
+
+gc_scrape_metrics() {
+  "$PY" - "$1" "$2" "$3" <<'PYEOF' &
+import os, sys, time, urllib.request
+url, out, stop = sys.argv[1:4]
+keep = ("kforge_worker_slot_busy{", "kforge_worker_gpu_utilization_ratio{",
+        "kforge_worker_gpu_memory_used_bytes{", "kforge_worker_slot_busy_ratio{",
+        "kforge_worker_slot_busy_seconds_total{", "kforge_worker_slot_evaluations_total{")
+with open(out, "w") as f:
+    while not os.path.exists(stop):
+        t = time.time()
+        try:
+            body = urllib.request.urlopen(url, timeout=2).read().decode()
+        except Exception as e:
+            body = ""
+        for line in body.splitlines():
+            if line.startswith(keep):
+                f.write(f"{t:.3f}\t{line}\n")
+        f.flush()
+        time.sleep(max(0.0, 0.5 - (time.time() - t)))
+PYEOF
+  SCRAPER=$!
 }

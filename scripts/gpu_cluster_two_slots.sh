@@ -42,26 +42,7 @@ say "worker facts: $(cat "$L/worker_facts.json")"
 # candidates that run on the device, from three clients at once, while /metrics is scraped.
 declare -A CANDS=([tiny_relu]="correct.py nvrtc_relu.py" [tiny_add_scale]="correct.py nvrtc_add_scale.py"
                   [tiny_linear]="correct.py nvrtc_linear.py")
-"$PY" - "http://127.0.0.1:$WORKER_METRICS/metrics" "$L/metrics.tsv" "$WORK/run/scrape.stop" <<'PYEOF' &
-import os, sys, time, urllib.request
-url, out, stop = sys.argv[1:4]
-keep = ("kforge_worker_slot_busy{", "kforge_worker_gpu_utilization_ratio{",
-        "kforge_worker_gpu_memory_used_bytes{", "kforge_worker_slot_busy_ratio{",
-        "kforge_worker_slot_busy_seconds_total{", "kforge_worker_slot_evaluations_total{")
-with open(out, "w") as f:
-    while not os.path.exists(stop):
-        t = time.time()
-        try:
-            body = urllib.request.urlopen(url, timeout=2).read().decode()
-        except Exception as e:
-            body = ""
-        for line in body.splitlines():
-            if line.startswith(keep):
-                f.write(f"{t:.3f}\t{line}\n")
-        f.flush()
-        time.sleep(max(0.0, 0.5 - (time.time() - t)))
-PYEOF
-SCRAPER=$!
+gc_scrape_metrics "http://127.0.0.1:$WORKER_METRICS/metrics" "$L/metrics.tsv" "$WORK/run/scrape.stop"
 say "evaluating: 3 tasks x 2 candidates x $VARIANTS variants = $((3 * 2 * VARIANTS)) evaluations"
 t_batch=$(date +%s%N)
 CLIENTS=()
