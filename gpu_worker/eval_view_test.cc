@@ -214,6 +214,17 @@ TEST_F(EvalViewTest, CompilersRunInsideTheView) {
   EXPECT_EQ(cpp.rule(), "no_gpu") << cpp.reason() << "\n" << cpp.compiler_log();
 }
 
+// torch.compile's Inductor inside the view and its program list: its compile workers would be
+// Python processes, which the list does not hold (a second process running Python could do a
+// candidate's GPU work where the judge does not trace it; on the H200 such candidates failed
+// with "Permission denied: .../bin/python3"), so the children are told to compile in process
+// (sandbox_evaluator.cc). On a GPU the candidate compiles with Triton (session 25's corpus run).
+TEST_F(EvalViewTest, TorchCompileIsToldToCompileInProcess) {
+  v1::EvalResult compiled = Evaluate(Source("tests/security/view_torch_compile.py"));
+  EXPECT_EQ(compiled.verdict(), v1::VERDICT_OK) << compiled.reason();
+  EXPECT_THAT(compiled.output_log(), HasSubstr("INDUCTOR compile_threads 1"));
+}
+
 // nvcc and its tools (cicc, ptxas, fatbinary, nvlink through the host compiler) inside the
 // view and its program list, as a GPU worker's build ahead runs them: load_inline with CUDA
 // sources, no GPU visible, the slots' arch named. The first nvcc on PATH is a wrapper outside

@@ -63,6 +63,10 @@ std::vector<std::string> ExtraEnv(bool build_only = false) {
     if (const char* v = std::getenv(name)) env.push_back(std::string(name) + "=" + v);
   }
   if (build_only) env.push_back("CUDA_VISIBLE_DEVICES=");  // builds never touch a GPU
+  // torch.compile's Inductor compiles in process: its worker pool would exec Python, which the
+  // program list (SandboxPolicy::executables) does not hold, and must not (a second process
+  // running Python could do a candidate's GPU work where the judge does not trace it).
+  env.push_back("TORCHINDUCTOR_COMPILE_THREADS=1");
   return env;
 }
 

@@ -6,7 +6,7 @@
 # scripts/gpu_cluster_bundle.sh it:
 #   1. unpacks the bundle, builds kforge-eval unless $EVAL names one, starts PostgreSQL, the
 #      coordinator and the worker (scripts/gpu_cluster_lib.sh), and scrapes its /metrics;
-#   2. writes each selected corpus row's task (its reference) and $VARIANTS copies of its
+#   2. writes each selected corpus row's task (its reference, named as the row: 1_12.py) and $VARIANTS copies of its
 #      candidate (a trailing comment changes the content hash: the copies are distinct
 #      evaluations of one task, as a search's batch is), and evaluates them;
 #   3. reads every result back from PostgreSQL into $OUT/evaluations.jsonl and prints: the
@@ -60,7 +60,7 @@ for line in open(corpus):
     if int(limit) and n >= int(limit):
         break
     os.makedirs(f"{dest}/{name}", exist_ok=True)
-    with open(f"{dest}/{name}/task.py", "w") as f:
+    with open(f"{dest}/{name}/{name}.py", "w") as f:
         f.write(r["ref_code"])
     for k in range(1, int(variants) + 1):
         with open(f"{dest}/{name}/cand_v{k}.py", "w") as f:
@@ -76,7 +76,7 @@ gc_scrape_metrics "http://127.0.0.1:$WORKER_METRICS/metrics" "$L/metrics.tsv" "$
 t_batch=$(date +%s.%N)
 CLIENTS=()
 for name in "${NAMES[@]}"; do
-  "${KF[@]}" eval --task="$WORK/cands/$name/task.py" --gpu=any "$WORK/cands/$name"/cand_v*.py \
+  "${KF[@]}" eval --task="$WORK/cands/$name/$name.py" --gpu=any "$WORK/cands/$name"/cand_v*.py \
     > "$L/client_$name.log" 2>&1 &
   CLIENTS+=($!)
 done

@@ -1,0 +1,20 @@
+# kforge: dialect=kernelbench
+# torch.compile inside the worker's sandbox: Inductor would run its compile workers as Python
+# processes, which the sandbox's program list does not hold (a second process running Python
+# could do the candidate's GPU work where the judge does not trace it), so the worker tells the
+# children to compile in process. This candidate says how many compile threads Inductor will
+# use; on a GPU its torch.compile then builds Triton kernels in process.
+import torch
+import torch._inductor.config as inductor_config
+import torch.nn as nn
+
+print(f"INDUCTOR compile_threads {inductor_config.compile_threads}", flush=True)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.f = torch.compile(torch.relu) if torch.cuda.is_available() else torch.relu
+
+    def forward(self, x):
+        return self.f(x)
