@@ -6,9 +6,9 @@
 # scripts/gpu_cluster_bundle.sh it:
 #   1. unpacks the bundle, builds kforge-eval unless $EVAL names one, starts PostgreSQL, the
 #      coordinator and the worker (scripts/gpu_cluster_lib.sh), and scrapes its /metrics;
-#   2. writes each selected corpus row's task (its reference, named as the row: 1_12.py) and $VARIANTS copies of its
-#      candidate (a trailing comment changes the content hash: the copies are distinct
-#      evaluations of one task, as a search's batch is), and evaluates them;
+#   2. writes each selected corpus row's task (its reference, named as the row: 1_12.py) and
+#      $VARIANTS copies of its candidate (a trailing comment changes the content hash: the
+#      copies are distinct evaluations of one task, as a search's batch is), and evaluates them;
 #   3. reads every result back from PostgreSQL into $OUT/evaluations.jsonl and prints: the
 #      verdicts, evaluations per hour of the batch's wall time (the GPU is this worker's alone)
 #      and per hour of the GPU turns held (stages.gpu_turn_s; the turn is the GPU's time an
@@ -112,6 +112,14 @@ print(f"batch wall {wall:.1f} s: {len(rows) / wall * 3600:.0f} evaluations per h
 if turns:
     print(f"GPU turns held {turns:.1f} s: {len(rows) / turns * 3600:.0f} evaluations per "
           "hour of turns (those decided by the build ahead count 0 s)")
+by_verdict = collections.defaultdict(list)
+for r, s in zip(rows, stages):
+    by_verdict[r["verdict"]].append(s.get("gpu_turn_s", 0))
+for v, t in sorted(by_verdict.items(), key=lambda kv: -sum(kv[1])):
+    print(f"  {v}: {len(t)} evaluations, turns {sum(t):.1f} s (median {statistics.median(t):.2f} s)")
+in_build = sum(s.get("build_s", 0) for s in stages if s.get("gpu_turn_s", 0) > 0)
+print(f"of the turns' time, in the build stage (the candidate's module and its compiles, which "
+      f"run after the turn is taken): {in_build:.1f} s")
 ok = [(r, s) for r, s in zip(rows, stages) if r["verdict"] == "ok"]
 if ok:
     w = sorted(s.get("total_s", 0) - s.get("gpu_wait_s", 0) for _, s in ok)
