@@ -132,23 +132,37 @@ const char* EnterView(const std::vector<MountStep>& steps, const std::string& ba
 const char* RestrictExecution(const std::vector<std::string>& allowed, const char** where) {
   *where = "";
   if (allowed.empty()) return nullptr;
+  // Landlock (ABI 2 on) refuses to move or link a file into another directory (EXDEV) unless
+  // a rule grants REFER there, whatever the ruleset handles: Triton's cache, which renames its
+  // builds out of a temporary directory, failed so. Granted on the whole view, a move is still
+  // refused where more may be executed at its destination than at its source.
+  constexpr uint64_t kRefer = 1ULL << 13;  // ABI 2; newer than some system headers
+  const long abi = syscall(SYS_landlock_create_ruleset, nullptr, 0, 1U /* the ABI version */);
   landlock_ruleset_attr attr{};
-  attr.handled_access_fs = LANDLOCK_ACCESS_FS_EXECUTE;
+  attr.handled_access_fs = LANDLOCK_ACCESS_FS_EXECUTE | (abi >= 2 ? kRefer : 0);
   int ruleset = static_cast<int>(syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0));
   if (ruleset < 0) return "landlock unavailable (landlock_create_ruleset)";
-  for (const std::string& path : allowed) {
-    int fd = open(path.c_str(), O_PATH | O_CLOEXEC);
-    if (fd < 0) continue;
+  auto add = [ruleset](const char* path, uint64_t access) {
+    int fd = open(path, O_PATH | O_CLOEXEC);
+    if (fd < 0) return true;  // not there: nothing to allow
     landlock_path_beneath_attr rule{};
-    rule.allowed_access = LANDLOCK_ACCESS_FS_EXECUTE;
+    rule.allowed_access = access;
     rule.parent_fd = fd;
     long rc = syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &rule, 0);
     close(fd);
-    if (rc != 0) {
+    return rc == 0;
+  };
+  for (const std::string& path : allowed) {
+    if (!add(path.c_str(), LANDLOCK_ACCESS_FS_EXECUTE)) {
       *where = path.c_str();
       close(ruleset);
       return "landlock_add_rule";
     }
+  }
+  if (abi >= 2 && !add("/", kRefer)) {
+    *where = "/";
+    close(ruleset);
+    return "landlock_add_rule";
   }
   long rc = syscall(SYS_landlock_restrict_self, ruleset, 0);
   close(ruleset);

@@ -24,7 +24,9 @@ const char* EnterView(const std::vector<MountStep>& steps, const std::string& ba
 // With Landlock (no_new_privs set): from now on only files at or beneath `allowed` may be
 // executed (by execve, or as an ELF interpreter or script interpreter), in this process and its
 // descendants. A path that does not exist is left out. An empty list restricts nothing.
-// "landlock unavailable" when the kernel has no Landlock and the list is not empty.
+// "landlock unavailable" when the kernel has no Landlock and the list is not empty. Files may
+// still be moved between directories (Landlock's REFER, granted everywhere), except to where
+// more may be executed than where they were.
 const char* RestrictExecution(const std::vector<std::string>& allowed, const char** where);
 
 }  // namespace kforge

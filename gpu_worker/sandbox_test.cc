@@ -600,6 +600,30 @@ TEST(SandboxTest, OnlyListedProgramsMayBeExecuted) {
   EXPECT_EQ(r.stdout_data, "/usr/bin/id ran\n/usr/bin/whoami EACCES\n./own.sh EACCES\n");
 }
 
+// Landlock refuses moves between directories unless a rule grants REFER, whatever the ruleset
+// handles: Triton's cache (torch.compile) renames its builds out of a temporary directory, and
+// failed with EXDEV under the program list. Moved, a file the child wrote is still not run.
+TEST(SandboxTest, FilesMoveBetweenDirectoriesUnderTheProgramList) {
+  SandboxPolicy p = TestPolicy();
+  p.executables = {"/lib64/ld-linux*", "/lib/ld-linux*", "/usr/lib/x86_64-linux-gnu/ld-linux*",
+                   "/usr/lib/aarch64-linux-gnu/ld-linux*"};
+  SubprocessResult r = RunSandboxed(
+      p, {kPython, "-c",
+          "import errno, os, subprocess\n"
+          "os.makedirs('cache/tmp.1')\n"
+          "with open('cache/tmp.1/own.sh', 'w') as f: f.write('#!/bin/sh\\necho ran\\n')\n"
+          "os.chmod('cache/tmp.1/own.sh', 0o755)\n"
+          "os.replace('cache/tmp.1/own.sh', 'cache/own.sh')\n"
+          "print('moved', os.path.exists('cache/own.sh'))\n"
+          "try:\n"
+          "    subprocess.run(['cache/own.sh'], capture_output=True, check=True)\n"
+          "    print('ran')\n"
+          "except OSError as e:\n"
+          "    print(errno.errorcode[e.errno])\n"});
+  ASSERT_TRUE(r.Succeeded()) << r.Describe() << r.stderr_data;
+  EXPECT_EQ(r.stdout_data, "moved True\nEACCES\n");
+}
+
 // What an unprivileged worker gets: the seccomp rules, no namespaces.
 void RunSocketProbeAsNonRootAndExit() {
   if (geteuid() == 0) {
