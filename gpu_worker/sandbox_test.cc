@@ -581,10 +581,16 @@ TEST(SandboxTest, WithoutTheViewTheSameChildReachesTheHostsFiles) {
       << r.stdout_data;
 }
 
+// The dynamic loaders, which a program list must hold for any dynamically linked program to run.
+std::vector<std::string> DynamicLoaders() {
+  return {"/lib64/ld-linux*", "/lib/ld-linux*", "/usr/lib/x86_64-linux-gnu/ld-linux*",
+          "/usr/lib/aarch64-linux-gnu/ld-linux*"};
+}
+
 TEST(SandboxTest, OnlyListedProgramsMayBeExecuted) {
   SandboxPolicy p = TestPolicy();
-  p.executables = {"/lib64/ld-linux*", "/lib/ld-linux*", "/usr/lib/x86_64-linux-gnu/ld-linux*",
-                   "/usr/lib/aarch64-linux-gnu/ld-linux*", "/usr/bin/id"};
+  p.executables = DynamicLoaders();
+  p.executables.push_back("/usr/bin/id");
   SubprocessResult r = RunSandboxed(
       p, {kPython, "-c",
           "import errno, os, subprocess\n"
@@ -605,8 +611,7 @@ TEST(SandboxTest, OnlyListedProgramsMayBeExecuted) {
 // failed with EXDEV under the program list. Moved, a file the child wrote is still not run.
 TEST(SandboxTest, FilesMoveBetweenDirectoriesUnderTheProgramList) {
   SandboxPolicy p = TestPolicy();
-  p.executables = {"/lib64/ld-linux*", "/lib/ld-linux*", "/usr/lib/x86_64-linux-gnu/ld-linux*",
-                   "/usr/lib/aarch64-linux-gnu/ld-linux*"};
+  p.executables = DynamicLoaders();
   SubprocessResult r = RunSandboxed(
       p, {kPython, "-c",
           "import errno, os, subprocess\n"
