@@ -199,6 +199,7 @@ def test_each_pool_has_its_node_selector_gpu_limits_grace_period_and_sandbox(sce
         env = env_of(c)
         assert env["KFORGE_GPU_TYPE"]["value"] == pool["gpuType"]
         assert env["KFORGE_DEVICE"]["value"] == "cuda"
+        assert env["KFORGE_LANES_PER_GPU"]["value"] == str(pool["lanesPerGpu"])
         assert env["KFORGE_COORDINATOR"]["value"] == "kf-kforge-coordinator:50051"
         sc = c["securityContext"]
         assert sc["capabilities"]["drop"] == ["ALL"]
