@@ -49,7 +49,8 @@ Slots::Slots(LeaseQueue& leases, Evaluator& evaluator, ResultWriter& writer,
                                                                      300, 600})),
       gpu_retries_(prometheus::BuildCounter()
                        .Name("kforge_worker_gpu_unavailable_retries_total")
-                       .Help("Evaluations tried again because the slot's GPU was unavailable")
+                       .Help("Evaluations tried again because the slot's GPU was unavailable "
+                             "(no CUDA device, or no turn on it)")
                        .Register(metrics)
                        .Add({})),
       stages_(prometheus::BuildHistogram()
@@ -100,13 +101,24 @@ void Slots::RunSlot(int slot) {
   }
 }
 
+namespace {
+
+// The engine's own findings, before any candidate code ran: no CUDA device (an MPS server
+// recovering from another client's fault), or no GPU turn within --gpu-wait-s (the other lanes'
+// evaluations held the GPU that long). Neither is the candidate's.
+bool GpuWasUnavailable(const v1::EvalResult& result) {
+  return result.rule() == "gpu_unavailable" || result.rule() == "gpu_turn_timeout";
+}
+
+}  // namespace
+
 v1::EvalResult Slots::Evaluate(const v1::Lease& lease, const std::string& device) {
   v1::EvalResult result = evaluator_.Evaluate(lease.request(), device, nullptr);
   if (device == "cpu") return result;
   double waited_s = 0;
   size_t tries = 1;
   for (double delay : no_gpu_retry_delays_s_) {
-    if (result.rule() != "gpu_unavailable") return result;
+    if (!GpuWasUnavailable(result)) return result;
     LogWarning("the slot's GPU was not available; trying the evaluation again",
                {{"lease_id", lease.lease_id()},
                 {"device", device},
@@ -118,7 +130,7 @@ v1::EvalResult Slots::Evaluate(const v1::Lease& lease, const std::string& device
     gpu_retries_.Increment();
     result = evaluator_.Evaluate(lease.request(), device, nullptr);
   }
-  if (result.rule() == "gpu_unavailable" && tries > 1) {
+  if (GpuWasUnavailable(result) && tries > 1) {
     char waited[32];
     std::snprintf(waited, sizeof waited, "%.1f", waited_s);
     result.set_reason(result.reason() + " [the slot's GPU was unavailable in " +

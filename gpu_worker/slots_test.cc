@@ -72,14 +72,17 @@ v1::EvalResult NoGpu(const std::string& rule = "gpu_unavailable") {
   return r;
 }
 
-TEST(SlotsTest, AGpuSlotTriesAgainWhileItsGpuIsUnavailable) {
-  // As an MPS server recovering from another client's fault answers new contexts for a while:
-  // the engine's gpu_unavailable comes before any candidate code runs: not the candidate's.
+class SlotsRetryTest : public ::testing::TestWithParam<std::string> {};
+
+// gpu_unavailable: as an MPS server recovering from another client's fault answers new
+// contexts for a while; gpu_turn_timeout: another lane held the GPU past --gpu-wait-s. Both
+// come from the engine before any candidate code runs: not the candidate's.
+TEST_P(SlotsRetryTest, AGpuSlotTriesAgainWhileItsGpuIsUnavailable) {
   LeaseQueue leases(1);
   FakeEvaluator evaluator;
   std::atomic<int> n{0};
   evaluator.answer = [&](const v1::EvalRequest&) {
-    if (++n <= 2) return NoGpu();
+    if (++n <= 2) return NoGpu(GetParam());
     v1::EvalResult r;
     r.set_verdict(v1::VERDICT_OK);
     return r;
@@ -99,6 +102,9 @@ TEST(SlotsTest, AGpuSlotTriesAgainWhileItsGpuIsUnavailable) {
   EXPECT_EQ(evaluator.calls().size(), 3u);
   EXPECT_EQ(CounterValue(registry, "kforge_worker_gpu_unavailable_retries_total"), 2);
 }
+
+INSTANTIATE_TEST_SUITE_P(EngineRules, SlotsRetryTest,
+                         ::testing::Values("gpu_unavailable", "gpu_turn_timeout"));
 
 TEST(SlotsTest, AGpuThatStaysUnavailableIsAnsweredSayingSo) {
   // A GPU slot tries 3 times and says so; a CPU slot tries once.

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Session 25, call 4 (issue 14 point 4, through the worker), as call 3's second half after
-# 3ab0ebd..: torch.compile's Inductor compiles in process in the worker's children
-# (TORCHINDUCTOR_COMPILE_THREADS=1; in call 3, 2_49 and 2_75 failed with "Permission denied:
-# .../bin/python3"), tasks named as their corpus rows, the turns per verdict and the build
-# stage's share of them in the table. Then, with the time left, the same with one lane (no
+# Session 25, call 4 (issue 14 point 4, through the worker), as call 3's second half at
+# 01d05a3 (the bundle from 3125072): torch.compile's Inductor compiles in process in the
+# worker's children (TORCHINDUCTOR_COMPILE_THREADS=1; in call 3, 2_49 and 2_75 failed with
+# "Permission denied: .../bin/python3"), tasks named as their corpus rows, the turns per
+# verdict and the build stage's share of them in the table. Then, with the time left, the same with one lane (no
 # turns) on the first 30 candidates. About 500 s. Carry as call 3 (the bundle rebuilt).
 t0=$(date +%s)
 S=/tmp/s25; rm -rf $S; mkdir -p $S
