@@ -44,12 +44,17 @@ bool EvalServerClient::Start(std::string* why_not) {
   SandboxPolicy policy = config_.policy;
   int lock_fd = -1;
   if (!config_.gpu_lock_path.empty()) {
-    lock_fd = open(config_.gpu_lock_path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    const int opened = open(config_.gpu_lock_path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    // Above the standard descriptors, which the child replaces (a worker started with one of
+    // them closed would otherwise get the lock there, and its server would refuse it).
+    lock_fd = opened < 0 ? -1 : fcntl(opened, F_DUPFD_CLOEXEC, 3);
     if (lock_fd < 0) {
       *why_not =
           "the GPU's lock file " + config_.gpu_lock_path + " did not open: " + strerror(errno);
+      if (opened >= 0) close(opened);
       return false;
     }
+    close(opened);
     policy.pass_fd = lock_fd;
     argv.insert(argv.end(), {"--gpu-lock-fd", std::to_string(lock_fd)});
     if (config_.gpu_wait_s > 0) {
@@ -160,7 +165,12 @@ std::optional<v1::EvalResult> EvalServerClient::Evaluate(const v1::EvalRequest& 
     status = ReadFrame(result_fd_, &answer, SecondsLeft(deadline));
   }
   v1::EvalResult result;
-  if (status == FrameStatus::kOk && result.ParseFromString(answer)) return result;
+  if (status == FrameStatus::kOk && result.ParseFromString(answer)) {
+    // Processes of that evaluation outlived their kill: the server stops after this answer
+    // (gpu_worker/eval/supervisor.h); the next request goes to a fresh one.
+    if (result.rule() == "outlived_kill") Stop(false);
+    return result;
+  }
   bool timed_out = status == FrameStatus::kTimeout;
   Stop(true);
   *why_not = timed_out ? "the server gave no answer within " + std::to_string(deadline_s) +

@@ -12,6 +12,9 @@
 // deadline (then it is killed). The caller falls back to a one-shot child and logs why; the
 // next Evaluate() starts a fresh server.
 //
+// A result with rule outlived_kill ends the server (it stops after answering it): the next
+// Evaluate() starts a fresh one.
+//
 // With `gpu_lock_path` the server takes turns on the GPU with the other lanes of its GPU
 // and refuses build-only requests.
 //

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
 #include <thread>
 
 #include "absl/flags/flag.h"
@@ -30,7 +31,9 @@ ABSL_FLAG(std::string, gpu_type, "auto",
           "scheduling type this worker serves: auto (from nvidia-smi; cpu when there is no GPU), "
           "cpu, or a name such as H200 (with --device cpu to emulate a pool in tests)");
 ABSL_FLAG(std::string, device, "auto", "auto, cuda or cpu: where the evaluations run");
-ABSL_FLAG(int, slots, 0, "evaluations at once (0: one per GPU, or 1 in CPU mode)");
+ABSL_FLAG(int, slots, 0,
+          "devices the worker runs evaluations on (0: every GPU, or 1 in CPU mode), each by "
+          "--lanes_per_gpu slots");
 ABSL_FLAG(int, lanes_per_gpu, 1,
           "evaluations sharing each slot's device, taking turns on it (docs/evaluation.md, "
           "\"GPU turns\"): one's CUDA contexts and start overlap another's turn; 1: no turns");
@@ -169,6 +172,13 @@ int Run() {
       return 1;
     }
     options.gpu_lock_dir = *dir;
+    if (geteuid() != 0) {
+      LogWarning(
+          "GPU turns without root: the evaluations run as this user with no file view, "
+          "so one could open a GPU's lock file by its path and hold that GPU's turn; run "
+          "the worker as root for the full sandbox",
+          {{"gpu_turns_dir", options.gpu_lock_dir}});
+    }
   }
   options.metrics_sample_s = absl::GetFlag(FLAGS_metrics_sample_s);
   int prefetch = absl::GetFlag(FLAGS_prefetch);
@@ -208,6 +218,7 @@ int Run() {
                               {"cuda_version", f.cuda_version()},
                               {"slots", std::to_string(f.slots())},
                               {"lanes_per_gpu", std::to_string(options.lanes_per_gpu)},
+                              {"gpu_turns_dir", options.gpu_lock_dir},
                               {"prefetch", std::to_string(options.prefetch)},
                               {"eval_binary", options.eval_binary}});
   // What confines the evaluations, as the sandbox will apply it (the view needs root).
@@ -235,6 +246,11 @@ int Run() {
   }
   signals.join();
   host.Shutdown();
+  // The turns' locks: every slot's fork server is gone with the worker's slots.
+  if (!options.gpu_lock_dir.empty()) {
+    std::error_code ignored;  // a leftover directory of empty files is harmless
+    std::filesystem::remove_all(options.gpu_lock_dir, ignored);
+  }
   return 0;
 }
 

@@ -52,22 +52,30 @@ SandboxPolicy PolicyFor(const WorkerOptions& options) {
 // CUDA_HOME names the toolkit the sandbox's view and program list hold (eval_view.h);
 // KFORGE_SHARE_REFERENCE tells the fork server what to share (reference_share.h);
 // KFORGE_CHANNEL_SPIN_US how long the judge and the candidate process poll (channel.h);
+// KFORGE_STRAYS_WAIT_S how long an evaluation's processes may outlive their SIGKILL (tests;
+// supervisor.h);
 // CUDA_MPS_PIPE_DIRECTORY where the node's MPS daemon listens (docs/operations.md, "MPS"; the
 // view holds that directory, read-only: eval_view.h).
 std::vector<std::string> ExtraEnv(bool build_only = false) {
   std::vector<std::string> env = CudaToolkitEnv();
   std::vector<const char*> names = {"KFORGE_PYTHONPATH", "TORCH_CUDA_ARCH_LIST",
-                                    "KFORGE_SHARE_REFERENCE", "KFORGE_CHANNEL_SPIN_US"};
+                                    "KFORGE_SHARE_REFERENCE", "KFORGE_CHANNEL_SPIN_US",
+                                    "KFORGE_STRAYS_WAIT_S"};
   if (!build_only) names.insert(names.end(), {"CUDA_VISIBLE_DEVICES", "CUDA_MPS_PIPE_DIRECTORY"});
   for (const char* name : names) {
     if (const char* v = std::getenv(name)) env.push_back(std::string(name) + "=" + v);
   }
   if (build_only) env.push_back("CUDA_VISIBLE_DEVICES=");  // builds never touch a GPU
   // torch.compile's Inductor compiles in process: its worker pool would exec Python, which the
-  // program list (SandboxPolicy::executables) does not hold, and must not (a second process
-  // running Python could do a candidate's GPU work where the judge does not trace it).
+  // program list (SandboxPolicy::executables) does not hold (docs/security.md says why the
+  // list is a policy, not a boundary).
   env.push_back("TORCHINDUCTOR_COMPILE_THREADS=1");
   return env;
+}
+
+// How long an evaluation may wait for its turn: --gpu_wait_s, or kforge-eval's default.
+double TurnWaitS(const WorkerOptions& options) {
+  return options.gpu_wait_s > 0 ? options.gpu_wait_s : 900;
 }
 
 // A one-shot child cannot take turns itself (only a fork server's supervisor can): the slot's
@@ -192,13 +200,16 @@ v1::EvalResult RunEvaluation(const WorkerOptions& options, v1::EvalRequest reque
     }
     std::string why;
     bool cancelled = false;
-    if (auto result = server->Evaluate(request, policy.wall_limit_s, &why, cancel, &cancelled)) {
+    // With turns the server may wait for its turn first (--gpu-wait-s), besides the stray
+    // processes' 30 s: neither counts against the evaluation's own limits.
+    const double deadline_s = policy.wall_limit_s + (lock.empty() ? 0 : TurnWaitS(options) + 30);
+    if (auto result = server->Evaluate(request, deadline_s, &why, cancel, &cancelled)) {
       return *result;
     }
     if (cancelled) return Failure("cancelled: " + why, "cancelled");
     LogWarning("fork server unavailable, evaluating in a one-shot child", {{"why", why}});
   }
-  OneShotTurn turn(lock, options.gpu_wait_s > 0 ? options.gpu_wait_s : 900);
+  OneShotTurn turn(lock, TurnWaitS(options));
   if (!turn.error().empty()) return Failure(turn.error(), turn.rule());
   SubprocessResult run = RunSandboxed(policy, argv, env, request.SerializeAsString());
   v1::EvalResult result;

@@ -629,6 +629,33 @@ TEST(SandboxTest, FilesMoveBetweenDirectoriesUnderTheProgramList) {
   EXPECT_EQ(r.stdout_data, "moved True\nEACCES\n");
 }
 
+// ... but not into a directory whose programs may run (the worker's are all read-only; this one
+// is writable, and seen without the view, so that only Landlock can refuse the move).
+TEST(SandboxTest, AFileCannotBeMovedToWhereMoreMayBeExecuted) {
+  const std::string root = MakeScratchRoot();
+  const std::string bin = root + "/bin";
+  ASSERT_EQ(mkdir(bin.c_str(), 0777), 0);
+  chmod(bin.c_str(), 0777);
+  SandboxPolicy p = TestPolicy();
+  p.view.enabled = false;
+  p.scratch_root = root;
+  p.executables = DynamicLoaders();
+  p.executables.push_back(bin);
+  SubprocessResult r =
+      RunSandboxed(p, {kPython, "-c",
+                       "import errno, os, sys\n"
+                       "with open('own.sh', 'w') as f: f.write('#!/bin/sh\\necho ran\\n')\n"
+                       "try:\n"
+                       "    os.replace('own.sh', sys.argv[1] + '/own.sh')\n"
+                       "    print('moved')\n"
+                       "except OSError as e:\n"
+                       "    print(errno.errorcode[e.errno])\n",
+                       bin});
+  std::system(("rm -rf " + root).c_str());
+  ASSERT_TRUE(r.Succeeded()) << r.Describe() << r.stderr_data;
+  EXPECT_EQ(r.stdout_data, "EXDEV\n");
+}
+
 // What an unprivileged worker gets: the seccomp rules, no namespaces.
 void RunSocketProbeAsNonRootAndExit() {
   if (geteuid() == 0) {

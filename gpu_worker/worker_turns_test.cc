@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <optional>
 #include <regex>
 #include <string>
@@ -165,6 +166,47 @@ TEST_F(WorkerTurnsTest, AOneShotChildWaitsForATurnHeldElsewhere) {
   EXPECT_EQ(late.verdict(), v1::VERDICT_RUNTIME_ERROR);
   EXPECT_EQ(late.rule(), "gpu_turn_timeout");
   EXPECT_THAT(late.output_log(), Not(HasSubstr("TURN start")));
+}
+
+// Processes on this host named `name` (/proc/PID/comm; the test's PID namespace sees every
+// sandbox's).
+int ProcessesNamed(const std::string& name) {
+  int n = 0;
+  std::error_code ignored;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ignored)) {
+    n += ReadFileOrEmpty(entry.path().string() + "/comm") == name + "\n";
+  }
+  return n;
+}
+
+// Processes of an evaluation that outlive their kill (a chain of forks that the supervisor's
+// kills never catch up with, found by session 25's review; stood for here by one stray and a
+// strays' wait too short to see it gone) could run GPU work in the next evaluations' turns. The
+// result says so, the server stops after answering and keeps the turn until it ends, the
+// sandbox's PID namespace takes the stray with it, and the turn is free again for the next.
+TEST_F(WorkerTurnsTest, ProcessesThatOutliveTheirKillEndWithTheirServer) {
+  setenv("KFORGE_STRAYS_WAIT_S", "0.001", 1);
+  WorkerOptions options = options_;
+  options.gpu_lock_dir = lock_dir_;
+  v1::EvalRequest stray = Request();
+  stray.set_candidate_source(Source("tests/engine/stray_candidate.py"));
+  const v1::EvalResult strayed = Run(options, stray);
+  unsetenv("KFORGE_STRAYS_WAIT_S");  // the next server (another slot's): the default wait
+  const v1::EvalResult after = Run(options, Request());
+  EXPECT_EQ(strayed.verdict(), v1::VERDICT_RUNTIME_ERROR) << strayed.reason();
+  EXPECT_EQ(strayed.rule(), "outlived_kill") << strayed.reason() << strayed.output_log();
+  EXPECT_THAT(strayed.output_log(), HasSubstr("STRAY started"));
+  EXPECT_EQ(after.verdict(), v1::VERDICT_OK) << after.reason();
+  EXPECT_GE(after.stages().gpu_turn_s(), 2.0) << "the next one ran in its turn";
+  int left = ProcessesNamed("kf-stray");
+  for (int i = 0; i < 100 && left > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    left = ProcessesNamed("kf-stray");
+  }
+  EXPECT_EQ(left, 0) << "the stray outlived its sandbox";
+  const int fd = open(lock_path_.c_str(), O_RDWR | O_CLOEXEC);
+  EXPECT_EQ(flock(fd, LOCK_EX | LOCK_NB), 0) << "the turn was not given back";
+  close(fd);
 }
 
 TEST_F(WorkerTurnsTest, ABuildOnlyRequestTakesNoTurn) {

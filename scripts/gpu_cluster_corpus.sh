@@ -20,6 +20,9 @@
 #   bash scripts/gpu_cluster_corpus.sh
 #   DEVICE=cpu EVAL=build/gpu_worker/eval/kforge-eval LIMIT=4 bash scripts/gpu_cluster_corpus.sh
 #
+# (In CPU mode every slot's device is "cpu", so with LANES above 1 all of them share one lock:
+# one evaluation at a time, which checks the script, not a throughput.)
+#
 # Environment: OUT (default /tmp/kforge-corpus), WORK, DEVICE, EVAL, PYTHON, PGPORT, BUNDLE as
 # in scripts/gpu_cluster_lib.sh; CORPUS (default .gpu-carry/corpora/cudal1_a100.jsonl), LANES
 # (default 2), PREFETCH (default 2), VARIANTS (default 2), LEVELS, BUILDS, LIMIT, ONLY,

@@ -2,17 +2,20 @@
 // ready file, answers gRPC health and /metrics, and exits 0 on SIGTERM. The coordinator
 // stores tasks and registers workers against a real PostgreSQL, and refuses a database whose
 // schema is newer than it.
+#include <sys/stat.h>
+
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <regex>
 #include <string>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "common/base/sha256.h"
 #include "common/channel.h"
-#include "common/secrets.h"
 #include "common/pg.h"
+#include "common/secrets.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -182,6 +185,45 @@ TEST(ServicesTest, WorkerRegistersWithTheCoordinator) {
   EXPECT_EQ(info.leases_held(), 0u);
   EXPECT_FALSE(info.hostname().empty());
   EXPECT_EQ(info.worker_id().size(), 36u) << info.worker_id();  // a UUID
+}
+
+// GPU turns (docs/evaluation.md): --lanes_per_gpu multiplies the slots it offers; the lock
+// files live in a directory of the worker's alone, removed when it stops.
+TEST(ServicesTest, AWorkerWithLanesOffersThemAndRemovesItsLocksWhenItStops) {
+  auto coordinator = StartCoordinator("worker_lanes");
+  ASSERT_NE(coordinator, nullptr);
+  auto worker =
+      StartOrFail("gpu_worker/kforge-worker", {"--coordinator=" + coordinator->grpc_address(),
+                                               "--gpu_type=test-gpu", "--device=cpu", "--slots=1",
+                                               "--lanes_per_gpu=3", WorkerTokenFlag(*coordinator)});
+  ASSERT_NE(worker, nullptr);
+  auto stub = JobStub(*coordinator);
+  v1::ListWorkersResponse listed;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (listed.workers_size() == 0 && std::chrono::steady_clock::now() < deadline) {
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    ASSERT_TRUE(stub->ListWorkers(&ctx, v1::ListWorkersRequest(), &listed).ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(listed.workers_size(), 1) << worker->log();
+  EXPECT_EQ(listed.workers(0).slots(), 3u);
+  std::smatch dir;
+  const std::string log = worker->log();
+  ASSERT_TRUE(std::regex_search(log, dir, std::regex(R"re("gpu_turns_dir":"([^"]+)")re"))) << log;
+  struct stat st;
+  ASSERT_EQ(stat(dir[1].str().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  EXPECT_EQ(stat((dir[1].str() + "/cpu.lock").c_str(), &st), 0);
+  SubprocessResult exit = worker->Terminate(kStopLimitS);
+  EXPECT_EQ(exit.exit_code, 0) << exit.Describe();
+  EXPECT_NE(stat(dir[1].str().c_str(), &st), 0) << "left behind: " << dir[1];
+
+  auto refused =
+      ServiceProcess::Start(BuiltBinary("gpu_worker/kforge-worker"),
+                            {"--coordinator=" + coordinator->grpc_address(), "--device=cpu",
+                             "--lanes_per_gpu=0", WorkerTokenFlag(*coordinator)});
+  EXPECT_FALSE(refused.ok()) << "--lanes_per_gpu=0 must stop the worker";
 }
 
 TEST(ServicesTest, SubmitTaskStoresATaskOnceByContent) {

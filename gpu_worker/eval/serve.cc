@@ -228,6 +228,14 @@ tempfile.tempdir = None
       std::fprintf(stderr, "kforge-eval --serve: the result channel is closed\n");
       return 1;
     }
+    if (ProcessesOutlivedTheirKill()) {
+      // Answered; what is left of that evaluation may still run (supervisor.h). Ending here
+      // ends the worker's sandbox, its PID namespace and everything in it, the GPU turn too.
+      std::fprintf(stderr,
+                   "kforge-eval --serve: processes of an evaluation outlived their "
+                   "SIGKILL; the server stops\n");
+      return 3;
+    }
   }
 }
 

@@ -58,20 +58,32 @@ std::vector<pid_t> ChildrenOfSelf() {
 // candidate process, which the evaluation process kills without waiting for it: its CUDA
 // context may take a while to be torn down, and the next evaluation starts only once it is
 // gone (bounded: a process stuck in the driver is left after kStraysWaitS).
-void KillStrays() {
-  constexpr double kStraysWaitS = 30;
-  const auto until = std::chrono::steady_clock::now() +
-                     std::chrono::milliseconds(static_cast<int>(kStraysWaitS * 1000));
+bool outlived_kill = false;  // ProcessesOutlivedTheirKill
+
+double StraysWaitS() {
+  const char* v = std::getenv("KFORGE_STRAYS_WAIT_S");
+  const double s = v ? std::atof(v) : 0;
+  return s > 0 ? s : 30;
+}
+
+// False when some are left after the wait (ProcessesOutlivedTheirKill).
+bool KillStrays() {
+  const double wait_s = StraysWaitS();
+  const auto until =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int>(wait_s * 1000));
   while (std::chrono::steady_clock::now() < until) {
     std::vector<pid_t> children = ChildrenOfSelf();
-    if (children.empty()) return;
+    if (children.empty()) return true;
     for (pid_t c : children) kill(c, SIGKILL);
     while (waitpid(-1, nullptr, WNOHANG) > 0) {
     }
     usleep(1000);
   }
-  std::fprintf(stderr, "kforge: a process of the last evaluation outlived its SIGKILL by %.0f s\n",
-               kStraysWaitS);
+  std::fprintf(stderr,
+               "kforge: processes of the last evaluation outlived their SIGKILL by %.0f s\n",
+               wait_s);
+  outlived_kill = true;
+  return false;
 }
 
 using Clock = std::chrono::steady_clock;
@@ -234,6 +246,7 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
   bool output_truncated = false, got_result = false, timed_out = false, flooded = false;
   bool turn_held = false;
   Clock::time_point turn_granted;
+  double timed_out_limit_s = 0;
   size_t output_total = 0;
   bool ctl_open = true, out_open = true, exited = false;
   int status = 0;
@@ -245,11 +258,17 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
       kill(-pid, SIGKILL);  // leftovers of the group (forked children) go too
     }
     if (exited && std::chrono::duration<double>(Clock::now() - exited_at).count() > 2) break;
-    double elapsed = std::chrono::duration<double>(Clock::now() - stage_start).count();
-    // The wait's limit holds only until the turn is given.
-    const bool limited = stage != Stage::kGpuWait || !turn_held;
-    if (!exited && !timed_out && !got_result && limited && elapsed > limit_for(stage)) {
+    // Once the turn is given, the evaluation leaves the wait at once (its next stage's limit
+    // applies from there); one that stays in it, or enters it again, has the load stage's
+    // limit counted from the grant: the wait's own limit no longer holds.
+    const bool after_grant = stage == Stage::kGpuWait && turn_held;
+    const double elapsed =
+        std::chrono::duration<double>(Clock::now() - (after_grant ? turn_granted : stage_start))
+            .count();
+    const double limit = after_grant ? LimitFor(limits, Stage::kLoad) : limit_for(stage);
+    if (!exited && !timed_out && !got_result && elapsed > limit) {
       timed_out = true;
+      timed_out_limit_s = limit;
       kill(-pid, SIGKILL);
     }
     const bool waiting = stage == Stage::kGpuWait && !turn_held && turn[1] >= 0 && !exited &&
@@ -320,11 +339,12 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
     kill(-pid, SIGKILL);
     waitpid(pid, &status, 0);
   }
-  KillStrays();
+  const bool all_gone = KillStrays();
   // Every process of the evaluation is gone, CUDA contexts included: the next may have the GPU.
+  // Otherwise the turn stays held until this process ends (ProcessesOutlivedTheirKill).
   double turn_s = 0;
   if (turn_held) {
-    flock(gpu_lock_fd, LOCK_UN);
+    if (all_gone) flock(gpu_lock_fd, LOCK_UN);
     turn_s = std::chrono::duration<double>(Clock::now() - turn_granted).count();
   }
   if (turn[1] >= 0) close(turn[1]);
@@ -356,40 +376,41 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
     }
   }
   seen.set_total_s(std::chrono::duration<double>(end - forked_at).count());
-  if (flooded) {
+  // The supervisor's own verdict replaces whatever the evaluation answered.
+  auto decide = [&](v1::Verdict verdict, const char* rule, const std::string& reason) {
     result.Clear();
-    result.set_verdict(v1::VERDICT_RUNTIME_ERROR);
-    result.set_rule("output_flood");
-    result.set_reason("output_flood: the candidate printed more than " +
-                      std::to_string(limits.output_flood_bytes >> 20) +
-                      " MiB during stage " + StageName(stage) + "; the process was killed");
+    result.set_verdict(verdict);
+    result.set_rule(rule);
+    result.set_reason(reason);
     result.set_stage(StageName(stage));
     *result.mutable_stages() = seen;
-  } else if (timed_out && stage == Stage::kGpuWait) {
+  };
+  char buf[240];
+  if (!all_gone) {
+    // Its processes outlived it, and may still be running.
+    std::snprintf(buf, sizeof buf,
+                  "outlived_kill: processes of the evaluation were still alive %.0f s after "
+                  "their SIGKILL (a chain of forks, or a process stuck in the driver); the "
+                  "evaluation server stops, and its sandbox ends them",
+                  StraysWaitS());
+    decide(v1::VERDICT_RUNTIME_ERROR, "outlived_kill", buf);
+  } else if (flooded) {
+    decide(v1::VERDICT_RUNTIME_ERROR, "output_flood",
+           "output_flood: the candidate printed more than " +
+               std::to_string(limits.output_flood_bytes >> 20) + " MiB during stage " +
+               StageName(stage) + "; the process was killed");
+  } else if (timed_out && stage == Stage::kGpuWait && !turn_held) {
     // Not the candidate's doing: none of its code has run yet.
-    result.Clear();
-    result.set_verdict(v1::VERDICT_RUNTIME_ERROR);
-    result.set_rule("gpu_turn_timeout");
-    char buf[200];
     std::snprintf(buf, sizeof buf,
                   "waited %.0f s for the GPU's turn, which other evaluations of the GPU held; "
                   "nothing of the candidate ran",
                   limit_for(stage));
-    result.set_reason(buf);
-    result.set_stage(StageName(stage));
-    *result.mutable_stages() = seen;
+    decide(v1::VERDICT_RUNTIME_ERROR, "gpu_turn_timeout", buf);
   } else if (timed_out) {
-    result.Clear();
-    result.set_verdict(v1::VERDICT_TIMEOUT);
-    char buf[160];
     std::snprintf(buf, sizeof buf, "stage %s exceeded its %.0f s limit; the process was killed",
-                  StageName(stage), LimitFor(limits, stage));
-    result.set_reason(buf);
-    result.set_stage(StageName(stage));
-    *result.mutable_stages() = seen;
+                  StageName(stage), timed_out_limit_s);
+    decide(v1::VERDICT_TIMEOUT, "", buf);
   } else if (!got_result) {
-    result.Clear();
-    result.set_verdict(v1::VERDICT_RUNTIME_ERROR);
     std::string how;
     if (WIFSIGNALED(status)) {
       how = "died with signal " + std::to_string(WTERMSIG(status)) + " (" +
@@ -397,14 +418,15 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
     } else {
       how = "exited with code " + std::to_string(WEXITSTATUS(status));
     }
-    result.set_reason("the evaluation process " + how + " during stage " + StageName(stage) +
-                      " without a result");
-    result.set_stage(StageName(stage));
-    *result.mutable_stages() = seen;
+    decide(v1::VERDICT_RUNTIME_ERROR, "",
+           "the evaluation process " + how + " during stage " + StageName(stage) +
+               " without a result");
   }
   result.set_output_log(output);
   if (turn_held) result.mutable_stages()->set_gpu_turn_s(turn_s);
   return result;
 }
+
+bool ProcessesOutlivedTheirKill() { return outlived_kill; }
 
 }  // namespace kforge::eval

@@ -84,6 +84,14 @@ struct GpuTurns {
 v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWork& work,
                              const ForkHooks& hooks = {}, const GpuTurns& turns = {});
 
+// True once processes of an evaluation outlived their SIGKILL by the strays' wait (30 s;
+// KFORGE_STRAYS_WAIT_S in the environment, for tests): a chain of forks, each forking again
+// before it is killed, or a process stuck in the driver. That evaluation's result is
+// runtime_error, rule outlived_kill, and its GPU turn is not released: the process that ran
+// RunSupervised must end (the fork server answers, then exits with status 3), upon which the
+// worker's sandbox ends its PID namespace and every process in it, and the lock with them.
+bool ProcessesOutlivedTheirKill();
+
 }  // namespace kforge::eval
 
 #endif  // KFORGE_GPU_WORKER_EVAL_SUPERVISOR_H_

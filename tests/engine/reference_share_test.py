@@ -67,15 +67,20 @@ def main():
               f"steady task, first evaluation: ok, timed in full ({first['verdict']})")
         # What the server can have kept: the samples of each evaluation that timed in full.
         full = [first["reference_call"].get("samples_ms", [])]
-        used, tried = [], 0
+        used, tried, kept = [], 0, False
         while tried < 6 and not (tried >= 3 and used):
             tried += 1
             r = evaluate(server, STEADY_CANDIDATE, task=STEADY_TASK, keep_samples=True)
             note = r.get("timing_clock_note", "")
             check(r["verdict"] == "ok", f"steady task: ok ({r['verdict']}: {r.get('reason')})")
-            check(("samples shared from an evaluation" in note) != ("reference was dropped" in note),
+            got = ("samples shared from an evaluation" in note) != ("reference was dropped" in note)
+            # The server keeps only a precise full timing (relative error of its median at most
+            # 1%), and keeps it for the evaluations after: until one was kept (a loaded machine
+            # can delay that) there is nothing to hand on; once one was, every evaluation gets it.
+            check(got or not kept,
                   f"steady task: the judge got the server's samples and used or dropped them: "
                   f"{note!r}")
+            kept = kept or got
             if shared(r):
                 used.append(r)
             else:

@@ -4,10 +4,15 @@
 # could do the candidate's GPU work where the judge does not trace it), so the worker tells the
 # children to compile in process. This candidate says how many compile threads Inductor will
 # use; on a GPU its torch.compile then builds Triton kernels in process.
+import os
+
 import torch
 import torch._inductor.config as inductor_config
 import torch.nn as nn
 
+# Both: the variable the worker sets, and what Inductor made of it (its default is the CPUs'
+# count, which is 1 on a 1-CPU machine whatever the worker does).
+print(f"INDUCTOR env {os.environ.get('TORCHINDUCTOR_COMPILE_THREADS')}", flush=True)
 print(f"INDUCTOR compile_threads {inductor_config.compile_threads}", flush=True)
 
 
