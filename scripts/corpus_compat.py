@@ -321,6 +321,11 @@ def kforge_request(run, server, c, **extra):
         r = {"verdict": "<no answer>", "reason": f"{why}fork server gave no answer: {e!r}"}
     finally:
         timer.cancel()
+    if r.get("rule") == "outlived_kill":  # the server stops after this answer (supervisor.h)
+        try:
+            server.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            kill_group(server.proc)
     return r, time.time() - t0
 
 
