@@ -132,7 +132,9 @@ def normalise(row, corpus, index):
                     verdict=kf("verdict"), speedup=kf("speedup"),
                     speedup_device=kf("speedup_device"), speedup_call=kf("speedup_call"),
                     speedup_clock=kf("speedup_clock"), timing_clock=kf("timing_clock"),
-                    speedup_device_busy=kf("speedup_device_busy"))
+                    speedup_device_busy=kf("speedup_device_busy"),
+                    reference_device_busy_ms=kf("reference_device_busy_ms"),
+                    candidate_device_busy_ms=kf("candidate_device_busy_ms"))
     res = row.get("result") if isinstance(row.get("result"), dict) else {}
     def get(k, *alts):
         v = pick(row, k, *alts)
@@ -145,7 +147,9 @@ def normalise(row, corpus, index):
                 task_source=task, candidate_source=cand, verdict=verdict,
                 speedup=get("speedup"), speedup_device=get("speedup_device"),
                 speedup_call=get("speedup_call"), speedup_clock=get("speedup_clock"),
-                timing_clock=get("timing_clock"), speedup_device_busy=get("speedup_device_busy"))
+                timing_clock=get("timing_clock"), speedup_device_busy=get("speedup_device_busy"),
+                reference_device_busy_ms=get("reference_device_busy_ms"),
+                candidate_device_busy_ms=get("candidate_device_busy_ms"))
 
 
 def load_rows(path, corpus):
@@ -548,6 +552,11 @@ def check_row(args, row, deadline):
     # the same quantity graph replay measures, where the forward has several kernels.
     busy_diff = rel(row.get("speedup_device_busy"), bare) if args.device != "cpu" else None
     call_diff = rel(row["speedup_call"], bare_call)
+    # Which side a disagreement comes from: kforge's busy time of each program against its
+    # bare time (a diagnosis: the speedup's difference is the ratio of the two).
+    gpu = args.device != "cpu" and ok
+    ref_side = rel(row.get("reference_device_busy_ms"), res["reference_ms"]) if gpu else None
+    cand_side = rel(row.get("candidate_device_busy_ms"), res["candidate_ms"]) if gpu else None
     # The comparison: the device clock where kforge's result has it; else its call clock; else
     # (an engine without the two clocks) its `speedup` against the bare device time.
     if args.device != "cpu" and row["speedup_device"]:
@@ -563,7 +572,8 @@ def check_row(args, row, deadline):
                agree_2pct=(abs(d) <= AGREE if d is not None else None),
                device_rel_diff=device_diff, call_rel_diff=call_diff,
                kforge_speedup_device_busy=row.get("speedup_device_busy"),
-               busy_rel_diff=busy_diff)
+               busy_rel_diff=busy_diff, reference_side_rel_diff=ref_side,
+               candidate_side_rel_diff=cand_side)
     for k in ("reference_ms", "candidate_ms", "reference_call_ms", "candidate_call_ms",
               "samples", "graph_calls", "flush", "flush_ms_per_call", "preroll_ms",
               "host_dispatch_ms", "empty_events_ms", "outputs_close", "capture_error", "gpu",
@@ -586,6 +596,10 @@ def summary(results, device):
 
     def med_abs(rs, k):
         return statistics.median(abs(r[k]) for r in rs) if rs else None
+
+    def med_signed(rs, k):
+        v = [r[k] for r in rs if r.get(k) is not None]
+        return statistics.median(v) if v else None
     return dict(
         sampled=len(results), measured=len(measured),
         failed=sum(r["status"] in ("failed", "timeout") for r in results),
@@ -600,7 +614,10 @@ def summary(results, device):
         median_abs_call_rel_diff=med_abs(calls, "call_rel_diff"),
         busy_compared=len(busy), busy_agree_2pct=sum(abs(r["busy_rel_diff"]) <= AGREE
                                                      for r in busy),
-        median_abs_busy_rel_diff=med_abs(busy, "busy_rel_diff"), device=device)
+        median_abs_busy_rel_diff=med_abs(busy, "busy_rel_diff"),
+        median_reference_side_rel_diff=med_signed(measured, "reference_side_rel_diff"),
+        median_candidate_side_rel_diff=med_signed(measured, "candidate_side_rel_diff"),
+        device=device)
 
 
 def table(results, s, args):
@@ -621,6 +638,9 @@ def table(results, s, args):
             note = "outputs differ (1e-2) " + note
         if r.get("compared_to") == "speedup":
             note = f"compared with speedup x{f(r.get('kforge_speedup'))} " + note
+        if r.get("reference_side_rel_diff") is not None:
+            note = (f"kf/bare ref {pct(r['reference_side_rel_diff'])} cand "
+                    f"{pct(r.get('candidate_side_rel_diff'))} " + note)
         lines.append(f"{r['name'][:12]:12s} {(r.get('method') or r['status'])[:7]:7s} "
                      f"{f(r.get('bare_speedup') if args.device != 'cpu' else None):>9s} "
                      f"{f(r.get('kforge_speedup_device')):>8s} "
@@ -636,7 +656,9 @@ def table(results, s, args):
                  f"{s['call_compared']} within 2%, median |diff| "
                  f"{pct(s['median_abs_call_rel_diff'])}; device busy time: "
                  f"{s['busy_agree_2pct']}/{s['busy_compared']} within 2%, median |diff| "
-                 f"{pct(s['median_abs_busy_rel_diff'])}")
+                 f"{pct(s['median_abs_busy_rel_diff'])}; kforge's busy time over the bare "
+                 f"time, median: reference {pct(s['median_reference_side_rel_diff'])}, "
+                 f"candidate {pct(s['median_candidate_side_rel_diff'])}")
     return "\n".join(lines) + "\n"
 
 

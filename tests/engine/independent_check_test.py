@@ -190,7 +190,8 @@ def test_gpu_comparison_logic(monkeypatch):
     monkeypatch.setattr(mod, "run_child", fake_child)
     args = mod.parse_args(["--input", "x", "--out", "y"])
     row = dict(name="k", speedup=2.03, speedup_device=2.03, speedup_call=1.5,
-               speedup_clock="device", speedup_device_busy=1.9)
+               speedup_clock="device", speedup_device_busy=1.9, reference_device_busy_ms=2.02,
+               candidate_device_busy_ms=0.995)
     r = mod.check_row(args, row, math.inf)
     assert methods == ["graph", "events"] and r["method"] == "events"
     assert r["capture_error"] == "RuntimeError('sync')" and r["wall_s"] == 3.0
@@ -198,7 +199,11 @@ def test_gpu_comparison_logic(monkeypatch):
     assert r["compared_to"] == "speedup_device" and r["agree_2pct"] is True
     assert abs(r["device_rel_diff"] - 0.015) < 1e-9 and abs(r["call_rel_diff"] + 0.0625) < 1e-9
     assert abs(r["busy_rel_diff"] + 0.05) < 1e-9 and r["kforge_speedup_device_busy"] == 1.9
+    # Which side the difference comes from: kforge's busy time of each over its bare time.
+    assert abs(r["reference_side_rel_diff"] - 0.01) < 1e-9
+    assert abs(r["candidate_side_rel_diff"] + 0.005) < 1e-9
     s = mod.summary([r, dict(name="s", status="skipped")], "cuda")
     assert s["agree_2pct_device_clock"] == 1 and s["compared_device_clock"] == 1
     assert s["call_agree_2pct"] == 0 and s["skipped"] == 1 and s["methods"] == {"events": 1}
     assert s["busy_compared"] == 1 and s["busy_agree_2pct"] == 0
+    assert abs(s["median_reference_side_rel_diff"] - 0.01) < 1e-9
