@@ -161,11 +161,7 @@ int Run() {
   const int devices = slots > 0 ? slots : (options.cpu_mode ? 1 : gpus.count);
   f.set_slots(static_cast<uint32_t>(devices * options.lanes_per_gpu));
   if (options.lanes_per_gpu > 1) {
-    std::vector<std::string> names;
-    for (int d = 0; d < devices; ++d) {
-      names.push_back(options.cpu_mode ? "cpu" : "cuda:" + std::to_string(d));
-    }
-    absl::StatusOr<std::string> dir = MakeGpuLockDir(options.scratch_root, names);
+    absl::StatusOr<std::string> dir = MakeGpuLockDir(options.scratch_root, SlotDevices(options));
     if (!dir.ok()) {
       LogError("cannot make the GPU turns' locks",
                {{"error", std::string(dir.status().message())}});

@@ -123,10 +123,8 @@ absl::StatusOr<std::string> MakeGpuLockDir(const std::string& root,
     return absl::InternalError("cannot make the GPU turns' directory under " + root + ": " +
                                strerror(errno));
   }
-  WorkerOptions probe;
-  probe.gpu_lock_dir = dir;
   for (const std::string& device : devices) {
-    const std::string path = GpuLockPath(probe, device);
+    const std::string path = GpuLockPath(dir, device);
     const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {
       return absl::InternalError("cannot make the GPU lock file " + path + ": " + strerror(errno));
@@ -136,11 +134,11 @@ absl::StatusOr<std::string> MakeGpuLockDir(const std::string& root,
   return dir;
 }
 
-std::string GpuLockPath(const WorkerOptions& options, const std::string& device) {
-  if (options.gpu_lock_dir.empty()) return "";
+std::string GpuLockPath(const std::string& lock_dir, const std::string& device) {
+  if (lock_dir.empty()) return "";
   std::string name = device;
   std::replace(name.begin(), name.end(), ':', '-');
-  return options.gpu_lock_dir + "/" + name + ".lock";
+  return lock_dir + "/" + name + ".lock";
 }
 
 absl::Status CheckSandbox(const WorkerOptions& options) {
@@ -180,7 +178,7 @@ v1::EvalResult RunEvaluation(const WorkerOptions& options, v1::EvalRequest reque
   policy.wall_limit_s = EvaluationWallLimitS(request, options.extra_wall_s);
   const std::vector<std::string> env = ExtraEnv(request.build_only());
   // A build runs candidate code before a turn could be taken: builds take none.
-  const std::string lock = request.build_only() ? "" : GpuLockPath(options, device);
+  const std::string lock = request.build_only() ? "" : GpuLockPath(options.gpu_lock_dir, device);
   // One fork server per slot thread (eval_server_client.h); KFORGE_EVAL_SERVER=off disables it.
   const char* use_server = std::getenv("KFORGE_EVAL_SERVER");
   if (!use_server || std::string(use_server) != "off") {

@@ -43,12 +43,13 @@ v1::EvalResult RunEvaluation(const WorkerOptions& options, v1::EvalRequest reque
                              const std::string& device, const std::atomic<bool>* cancel = nullptr);
 
 // GPU turns (docs/evaluation.md, "GPU turns"): a private directory (0700, the worker's) under
-// `root` holding one lock file per device of `devices`, for WorkerOptions::gpu_lock_dir.
+// `root` holding one lock file per device of `devices` (repeats are one device), for
+// WorkerOptions::gpu_lock_dir.
 // Sandboxed evaluations never see it: their fork servers get the lock as a descriptor.
 absl::StatusOr<std::string> MakeGpuLockDir(const std::string& root,
                                            const std::vector<std::string>& devices);
-// The lock file of `device` ("cuda:1" or "cpu") in options.gpu_lock_dir; empty without turns.
-std::string GpuLockPath(const WorkerOptions& options, const std::string& device);
+// The lock file of `device` ("cuda:1" or "cpu") in `lock_dir`; empty without one (no turns).
+std::string GpuLockPath(const std::string& lock_dir, const std::string& device);
 
 class SandboxEvaluator : public Evaluator {
  public:

@@ -31,16 +31,23 @@ Worker::Worker(WorkerOptions options, prometheus::Registry& metrics)
   }
 }
 
+std::vector<std::string> SlotDevices(const WorkerOptions& options) {
+  const int lanes = std::max(options.lanes_per_gpu, 1);
+  std::vector<std::string> devices;
+  for (int slot = 0; slot < static_cast<int>(options.facts.slots()); ++slot) {
+    devices.push_back(options.cpu_mode ? "cpu" : "cuda:" + std::to_string(slot / lanes));
+  }
+  return devices;
+}
+
 void Worker::Run(const std::atomic<bool>& stop) {
   const int slots = static_cast<int>(options_.facts.slots());
   const int lanes = std::max(options_.lanes_per_gpu, 1);
-  std::vector<std::string> devices;
+  const std::vector<std::string> devices = SlotDevices(options_);
   std::vector<std::string> bus_ids;  // of each slot's GPU
   for (int slot = 0; slot < slots; ++slot) {
-    const int gpu = slot / lanes;
-    devices.push_back(options_.cpu_mode ? "cpu" : "cuda:" + std::to_string(gpu));
-    if (gpu < static_cast<int>(options_.gpu_pci_bus_ids.size())) {
-      bus_ids.push_back(options_.gpu_pci_bus_ids[gpu]);
+    if (slot / lanes < static_cast<int>(options_.gpu_pci_bus_ids.size())) {
+      bus_ids.push_back(options_.gpu_pci_bus_ids[slot / lanes]);
     }
   }
   std::unique_ptr<GpuMonitor> gpu_monitor;

@@ -13,11 +13,17 @@
 #define KFORGE_GPU_WORKER_WORKER_H_
 
 #include <atomic>
+#include <string>
+#include <vector>
 
 #include "gpu_worker/worker_options.h"
 #include "prometheus/registry.h"
 
 namespace kforge {
+
+// The device of each of the worker's slots (options.facts.slots() of them): "cpu" in CPU mode,
+// else "cuda:<slot / lanes_per_gpu>", so the lanes of one GPU are adjacent slots.
+std::vector<std::string> SlotDevices(const WorkerOptions& options);
 
 class Worker {
  public:

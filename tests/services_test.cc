@@ -155,6 +155,22 @@ TEST(ServicesTest, WorkerStopsOnSigtermWhileTheCoordinatorIsDown) {
   ExpectServesThenStopsOnSigterm(*worker);
 }
 
+// The coordinator's listing of workers once one has registered (registration is asynchronous:
+// polled, for at most 30 s).
+void AwaitWorkers(ServiceProcess& coordinator, v1::ListWorkersResponse* listed) {
+  auto stub = JobStub(coordinator);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (true) {
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    listed->Clear();
+    grpc::Status s = stub->ListWorkers(&ctx, v1::ListWorkersRequest(), listed);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    if (listed->workers_size() > 0 || std::chrono::steady_clock::now() > deadline) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
 TEST(ServicesTest, WorkerRegistersWithTheCoordinator) {
   auto coordinator = StartCoordinator("worker_registers");
   ASSERT_NE(coordinator, nullptr);
@@ -164,19 +180,8 @@ TEST(ServicesTest, WorkerRegistersWithTheCoordinator) {
        WorkerTokenFlag(*coordinator)});
   ASSERT_NE(worker, nullptr);
 
-  // Registration is asynchronous: poll the listing, bounded.
-  auto stub = JobStub(*coordinator);
   v1::ListWorkersResponse listed;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (true) {
-    grpc::ClientContext ctx;
-    SetDeadline(ctx);
-    listed.Clear();
-    grpc::Status s = stub->ListWorkers(&ctx, v1::ListWorkersRequest(), &listed);
-    ASSERT_TRUE(s.ok()) << s.error_message();
-    if (listed.workers_size() > 0 || std::chrono::steady_clock::now() > deadline) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  ASSERT_NO_FATAL_FAILURE(AwaitWorkers(*coordinator, &listed));
   ASSERT_EQ(listed.workers_size(), 1) << "worker log:\n" << worker->log();
   const v1::WorkerInfo& info = listed.workers(0);
   EXPECT_EQ(info.gpu_type(), "test-gpu");
@@ -197,15 +202,8 @@ TEST(ServicesTest, AWorkerWithLanesOffersThemAndRemovesItsLocksWhenItStops) {
                                                "--gpu_type=test-gpu", "--device=cpu", "--slots=1",
                                                "--lanes_per_gpu=3", WorkerTokenFlag(*coordinator)});
   ASSERT_NE(worker, nullptr);
-  auto stub = JobStub(*coordinator);
   v1::ListWorkersResponse listed;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (listed.workers_size() == 0 && std::chrono::steady_clock::now() < deadline) {
-    grpc::ClientContext ctx;
-    SetDeadline(ctx);
-    ASSERT_TRUE(stub->ListWorkers(&ctx, v1::ListWorkersRequest(), &listed).ok());
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  ASSERT_NO_FATAL_FAILURE(AwaitWorkers(*coordinator, &listed));
   ASSERT_EQ(listed.workers_size(), 1) << worker->log();
   EXPECT_EQ(listed.workers(0).slots(), 3u);
   std::smatch dir;

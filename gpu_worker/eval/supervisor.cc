@@ -52,21 +52,22 @@ std::vector<pid_t> ChildrenOfSelf() {
   return out;
 }
 
-// Descendants of the evaluation that left its process group (setpgid: ninja starts every
-// compiler in a group of its own) outlive the group's SIGKILL; as their parents die they are
-// reparented to this process, a child subreaper, and killed here until none is left. So is the
-// candidate process, which the evaluation process kills without waiting for it: its CUDA
-// context may take a while to be torn down, and the next evaluation starts only once it is
-// gone (bounded: a process stuck in the driver is left after kStraysWaitS).
 bool outlived_kill = false;  // ProcessesOutlivedTheirKill
 
+// How long KillStrays keeps at it: 30 s, or KFORGE_STRAYS_WAIT_S (tests).
 double StraysWaitS() {
   const char* v = std::getenv("KFORGE_STRAYS_WAIT_S");
   const double s = v ? std::atof(v) : 0;
   return s > 0 ? s : 30;
 }
 
-// False when some are left after the wait (ProcessesOutlivedTheirKill).
+// Descendants of the evaluation that left its process group (setpgid: ninja starts every
+// compiler in a group of its own) outlive the group's SIGKILL; as their parents die they are
+// reparented to this process, a child subreaper, and killed here until none is left. So is the
+// candidate process, which the evaluation process kills without waiting for it: its CUDA
+// context may take a while to be torn down, and the next evaluation starts only once it is
+// gone. False when some are left after StraysWaitS() (a process stuck in the driver, or a
+// chain of forks: ProcessesOutlivedTheirKill).
 bool KillStrays() {
   const double wait_s = StraysWaitS();
   const auto until =
