@@ -66,6 +66,12 @@ constexpr double kCallMaxRelStderr = 0.01;
 // there; CPU mode none.
 constexpr BetweenProcesses kCallBetween{0.05, 0.025, 0.5};
 constexpr BetweenProcesses kDeviceBetween{0.005, 0.00025, 0.5};
+// The slow stop (timing.h, TimingOptions::slow_below): a candidate each of whose samples is more
+// than ten times the reference's slowest, after 5 of each, is not sampled further on that
+// clock. Session 25: a corpus candidate of 1.2 s a call (speedup 0.0004) sampled 15 pairs in
+// 22 s of its GPU turn, a third of a 60-candidate batch's turns.
+constexpr double kSlowBelow = 0.1;
+constexpr uint32_t kSlowMinSamples = 5;
 constexpr uint32_t kCalibrationCalls = 30;  // after 3 warm-up calls
 constexpr uint64_t kShareEvery = 4;  // a shared reference is timed in one of this many iterations
 constexpr double kMinCallMs = 1e-3;  // a call-clock sample is never below 1 us
@@ -1184,6 +1190,13 @@ class Evaluation {
     // A request's own max_rel_stderr is honoured as asked, with no between-process allowance.
     if (target_.cuda && !(req_.max_rel_stderr() > 0))
       o.between = device ? kDeviceBetween : kCallBetween;
+    // A request that names its own precision gets it, however slow the candidate.
+    if (!req_.min_samples() && !(req_.max_rel_stderr() > 0)) {
+      o.slow_below = kSlowBelow;
+      o.slow_min_samples = kSlowMinSamples;
+      // The call clock subtracts at most the calibrated hop from the candidate's samples.
+      if (!device) o.slow_offset_ms = call_overhead_ms_;
+    }
     // Each clock has half of the timing budget.
     o.time_cap_s = target_.cuda ? ctx_.timing_budget_s / 2 : ctx_.timing_budget_s;
     // A shared reference (reference_share.h): timed in a secret one of kShareEvery sampled
@@ -1238,6 +1251,15 @@ class Evaluation {
     if (!share_note.empty()) {
       phase->out.clock_note += (phase->out.clock_note.empty() ? "" : "; ") + share_note;
     }
+    if (phase->out.slow) {
+      phase->out.clock_note += std::string(phase->out.clock_note.empty() ? "" : "; ") +
+                               "slow: every reference sample was shorter than " +
+                               FormatMs(kSlowBelow) + " of every candidate sample after " +
+                               std::to_string(phase->out.cand.ms.size()) +
+                               " pairs; sampling stopped there, not converged (the speedup is "
+                               "below " +
+                               FormatMs(kSlowBelow) + " whatever more samples would say)";
+    }
     if (!device) {
       for (double ms : phase->out.ref.ms) parts.reference += ms / 1000;
       for (double ms : phase->out.cand.ms) parts.candidate += ms / 1000;
@@ -1260,6 +1282,7 @@ class Evaluation {
       phase->out.candidate = Summarise(phase->out.cand.ms);
       phase->out.candidate.set_event_fallbacks(raw.event_fallbacks());
       phase->out.candidate.set_capped(raw.capped());
+      phase->out.candidate.set_settled(raw.settled());
     }
     phase->input_sets = fresh ? static_cast<int>(iterations) : static_cast<int>(sets.size());
     phase->preroll_ms = device ? preroll.preroll_ms() : 0;

@@ -564,6 +564,17 @@ class SharedReference {
 
 }  // namespace
 
+bool SlowEnough(const std::vector<double>& reference_ms, const std::vector<double>& candidate_ms,
+                const TimingOptions& o) {
+  if (!(o.slow_below > 0) || reference_ms.size() < o.slow_min_samples ||
+      candidate_ms.size() < o.slow_min_samples) {
+    return false;
+  }
+  const double slowest_reference = *std::max_element(reference_ms.begin(), reference_ms.end());
+  const double fastest_candidate = *std::min_element(candidate_ms.begin(), candidate_ms.end());
+  return slowest_reference < o.slow_below * (fastest_candidate - o.slow_offset_ms);
+}
+
 TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate,
                               const TimingOptions& o, const IterationHooks& hooks) {
   Sampler sampler(o);
@@ -639,6 +650,10 @@ TimingOutcome TimeInterleaved(const Program& reference, const Program& candidate
                   (!has_candidate || (has_minimum(out.cand.ms) && PreciseEnough(out.cand.ms, o)));
     if (enough) {
       converged = true;
+      break;
+    }
+    if (has_candidate && SlowEnough(ref_ms, out.cand.ms, o) && shared.EnoughNew(out.ref.ms)) {
+      out.settled = out.slow = true;
       break;
     }
     if (o.settled && has_minimum(ref_ms) && shared.EnoughNew(out.ref.ms) &&

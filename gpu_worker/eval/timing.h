@@ -115,6 +115,15 @@ struct TimingOptions {
   // sampling there, not capped, though the stop rule was not met (TimingOutcome::settled).
   // The device clock's host-bound programs (device_preroll.h, HostBound).
   std::function<bool()> settled;
+  // The slow stop (docs/evaluation.md, "Stop rule and cap"): once each program has
+  // `slow_min_samples` (the reference's pooled with shared ones) and every reference sample is
+  // shorter than `slow_below` times every candidate sample less `slow_offset_ms` (what may
+  // still be subtracted from the candidate's samples after the sampling: the call clock's
+  // hop), the sampling ends there, settled (TimingOutcome::slow). The speedup is then below
+  // `slow_below` whatever more samples would say. 0: never.
+  double slow_below = 0;
+  uint32_t slow_min_samples = 5;
+  double slow_offset_ms = 0;
   std::vector<double> shared_reference_ms;
   std::function<bool(uint32_t)> reference_timed;
   Program reference_untimed;
@@ -148,7 +157,8 @@ struct TimingOutcome {
   bool hidden_work = false;   // the candidate's tail far exceeds the reference's
   std::string hidden_work_detail;
   int64_t stopped_at = -1;  // the iteration whose `after` hook stopped the timing (-1: none)
-  bool settled = false;     // TimingOptions::settled ended the sampling
+  bool settled = false;     // TimingOptions::settled or the slow stop ended the sampling
+  bool slow = false;        // the slow stop did (TimingOptions::slow_below)
   // With TimingOptions::shared_reference_ms: how many of them `reference` counts besides the
   // new samples (`ref.ms` holds only the new ones), or 0 where they were dropped
   // (`shared_reference_note` says why).
@@ -182,6 +192,12 @@ int InputPlacements(bool fresh, bool device_phase, int64_t set_bytes);
 // median <= 0. Robust to heavy tails: a few slow samples widen it by their count, not by
 // their size.
 double RelStderrOfMedian(std::vector<double> samples);
+
+// The slow stop's test (TimingOptions::slow_below): both programs have `slow_min_samples`, and
+// the slowest reference sample is shorter than `slow_below` times the fastest candidate sample
+// less `slow_offset_ms`. Pure function.
+bool SlowEnough(const std::vector<double>& reference_ms, const std::vector<double>& candidate_ms,
+                const TimingOptions& options);
 
 // The call clock's hop to subtract from each candidate sample (docs/evaluation.md, "Two
 // clocks"): the calibration's fastest null call, `calibrated_ms`, but no more than what the

@@ -392,6 +392,64 @@ TEST(TimeInterleavedTest, WithoutSettledTheSameTimingIsCapped) {
   EXPECT_TRUE(out.reference.capped());
 }
 
+TEST(SlowEnoughTest, EveryReferenceSampleUnderATenthOfEveryCandidateSampleLessTheOffset) {
+  TimingOptions o;
+  o.slow_below = 0.1;
+  o.slow_min_samples = 3;
+  const std::vector<double> ref = {0.05, 0.09, 0.07};
+  EXPECT_TRUE(SlowEnough(ref, {1.0, 1.2, 5.0}, o));
+  EXPECT_FALSE(SlowEnough(ref, {1.0, 0.85, 5.0}, o));  // one candidate sample under 0.9
+  EXPECT_FALSE(SlowEnough(ref, {1.0, 1.2}, o));        // too few
+  EXPECT_FALSE(SlowEnough({0.05, 0.09}, {1.0, 1.2, 5.0}, o));
+  o.slow_offset_ms = 0.2;  // the hop that may still come off: 0.1 x (1.0 - 0.2) < 0.09
+  EXPECT_FALSE(SlowEnough(ref, {1.0, 1.2, 5.0}, o));
+  o.slow_offset_ms = 0;
+  o.slow_below = 0;  // off
+  EXPECT_FALSE(SlowEnough(ref, {100.0, 100.0, 100.0}, o));
+}
+
+// Busy-waits about `ms` (the host clock in CPU mode measures it).
+void Spin(double ms) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double, std::milli>(ms);
+  while (std::chrono::steady_clock::now() < end) {
+  }
+}
+
+// Host-clock timing that never converges (the stop rule asks a standard error below 0), with the
+// slow stop at a tenth after 5 pairs.
+TimingOptions SlowStopOptions(uint32_t min_samples, uint32_t max_samples) {
+  TimingOptions o;
+  o.warmup = 1;
+  o.min_samples = min_samples;
+  o.max_samples = max_samples;
+  o.max_rel_stderr = 0;
+  o.time_cap_s = 60;
+  o.slow_below = 0.1;
+  o.slow_min_samples = 5;
+  return o;
+}
+
+TEST(TimeInterleavedTest, ASlowCandidateEndsTheSamplingSettledAfterTheSlowMinimum) {
+  TimingOutcome out =
+      TimeInterleaved([](int) { Spin(0.02); }, [](int) { Spin(2); }, SlowStopOptions(20, 200));
+  EXPECT_TRUE(out.slow);
+  EXPECT_TRUE(out.settled);
+  EXPECT_EQ(out.cand.ms.size(), 5u);
+  EXPECT_EQ(out.ref.ms.size(), 5u);
+  EXPECT_FALSE(out.candidate.capped());
+  EXPECT_TRUE(out.candidate.settled());
+  EXPECT_TRUE(out.reference.settled());
+}
+
+TEST(TimeInterleavedTest, ACandidateSlowerByLessThanTheFactorIsSampledAsUsual) {
+  TimingOutcome out =
+      TimeInterleaved([](int) { Spin(0.2); }, [](int) { Spin(1); }, SlowStopOptions(5, 30));
+  EXPECT_FALSE(out.slow);
+  EXPECT_FALSE(out.settled);
+  EXPECT_EQ(out.cand.ms.size(), 30u);
+  EXPECT_TRUE(out.candidate.capped());
+}
+
 TEST(BetweenProcessesTest, ProgramAndSpeedupDeviationsFollowTheFormulaAndTheCap) {
   const BetweenProcesses b{0.02, 0.030, 0.5};
   EXPECT_NEAR(b.ProgramSd(0.3), std::sqrt(0.0002 + 0.01), 1e-12);
@@ -421,13 +479,6 @@ TEST(SpeedupOfTest, TheBetweenProcessSpreadWidensTheIntervalInQuadrature) {
   const double below = std::log(2.0 / within.low), above = std::log(within.high / 2.0);
   EXPECT_NEAR(std::log(2.0 / across.low), std::hypot(below, repeat), 1e-12);
   EXPECT_NEAR(std::log(across.high / 2.0), std::hypot(above, repeat), 1e-12);
-}
-
-// Busy-waits about `ms` (the host clock in CPU mode measures it).
-void Spin(double ms) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double, std::milli>(ms);
-  while (std::chrono::steady_clock::now() < end) {
-  }
 }
 
 TEST(TimeInterleavedTest, TheStopRuleAsksNoMoreThanHalfTheBetweenProcessSpread) {
