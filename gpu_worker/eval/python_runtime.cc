@@ -47,6 +47,62 @@ void SetTorchNumerics(bool torch_defaults) {
   py::module_::import("torch").attr("backends").attr("cudnn").attr("allow_tf32") = torch_defaults;
 }
 
+bool WarmImports(const std::string& modules, const std::string& dir,
+                 std::vector<std::string>* warnings, std::string* error) {
+  py::dict scope;
+  scope["modules"] = modules;
+  scope["d"] = dir;
+  try {
+    py::exec(R"py(
+import importlib, os, tempfile
+import torch
+failed = []
+saved = {k: os.environ.get(k) for k in ("TMPDIR", "HOME", "PYTORCH_NVML_BASED_CUDA_CHECK")}
+cwd = os.getcwd()
+os.environ["TMPDIR"] = os.environ["HOME"] = d
+# Inductor asks torch.cuda.is_available() at import: through NVML, not the CUDA driver, which
+# once initialised here would be unusable in every process the server forks. Where NVML cannot
+# answer, torch would ask the driver: it is told no device instead, and the server says so.
+os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
+driver_count = torch._C._cuda_getDeviceCount
+asked_driver = []
+def no_driver():
+    asked_driver.append(True)
+    return 0
+torch._C._cuda_getDeviceCount = no_driver
+tempfile.tempdir = None
+os.chdir(d)
+try:
+    for name in modules.split(","):
+        if name.strip():
+            try:
+                importlib.import_module(name.strip())
+            except Exception as e:  # the evaluations import it themselves, or fail there
+                failed.append(f"not imported ahead: {name.strip()}: {type(e).__name__}: {e}")
+    if torch.cuda.is_initialized():
+        raise RuntimeError("the warm imports initialised CUDA in the fork server")
+finally:
+    torch._C._cuda_getDeviceCount = driver_count
+    if asked_driver:
+        failed.append("torch.cuda.is_available() found no NVML during the imports and was told "
+                      "no device there (the CUDA driver is left for the evaluations)")
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+    tempfile.tempdir = None
+    os.chdir(cwd)
+)py",
+             scope);
+    for (const auto& f : py::list(scope["failed"])) warnings->push_back(py::str(f));
+  } catch (const py::error_already_set& e) {
+    *error = DescribePythonError(e);
+    return false;
+  }
+  return true;
+}
+
 std::string DescribePythonError(const py::error_already_set& e, size_t max_bytes) {
   std::string out = e.what();
   if (out.size() > max_bytes) {

@@ -35,12 +35,33 @@ void RemoveTree(const std::string& dir) {
   nftw(dir.c_str(), RemoveEntry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-// A private directory for one request under $TMPDIR (the sandbox's scratch), or "" on failure.
-std::string MakeRequestDir() {
+// A fresh directory under $TMPDIR (the sandbox's scratch), named $TMPDIR/<prefix>XXXXXX, or ""
+// on failure.
+std::string MakeUniqueDir(const char* prefix) {
   const char* tmp = std::getenv("TMPDIR");
-  std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/kforge-req-XXXXXX";
+  std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/" + prefix + "XXXXXX";
   if (mkdtemp(tmpl.data()) == nullptr) return "";
   return tmpl;
+}
+
+// The fork server's request directory: one path, made empty and private again for each request
+// (Serve), so that the paths its warm imports took from TMPDIR, HOME and the cwd are the
+// request's own. Empty: a fresh directory per request.
+std::string g_request_dir;
+
+// A private, empty directory for one request, or "" on failure.
+std::string MakeRequestDir() {
+  if (g_request_dir.empty()) return MakeUniqueDir("kforge-req-");
+  // What the last evaluation left (EvaluateSupervised removed what it could) is taken out of
+  // the way: a directory it made unreadable cannot be emptied, but it can be moved.
+  if (mkdir(g_request_dir.c_str(), 0700) != 0) {
+    if (errno != EEXIST) return "";
+    std::string aside = MakeUniqueDir("kforge-req-left-");
+    if (aside.empty() || rename(g_request_dir.c_str(), aside.c_str()) != 0) return "";
+    RemoveTree(aside);
+    if (mkdir(g_request_dir.c_str(), 0700) != 0) return "";
+  }
+  return g_request_dir;
 }
 
 constexpr int kConnectS = 120;  // as in the message below
@@ -149,6 +170,25 @@ int Serve(const ServeOptions& options) {
     std::fprintf(stderr, "kforge-eval --serve: %s\n", error.c_str());
     return 1;
   }
+  // The warm imports (docs/evaluation.md, "Fork server"), made with the request directory as
+  // TMPDIR, HOME and cwd: what they keep of those paths is each request's own directory.
+  g_request_dir = MakeUniqueDir("kforge-req-");
+  if (g_request_dir.empty()) {
+    std::fprintf(stderr, "kforge-eval --serve: cannot create the request directory: %s\n",
+                 strerror(errno));
+    return 1;
+  }
+  const char* warm_env = std::getenv("KFORGE_WARM_IMPORTS");
+  const std::string warm = warm_env ? warm_env : kWarmImports;
+  std::vector<std::string> not_warm;
+  if (!warm.empty() && !WarmImports(warm, g_request_dir, &not_warm, &error)) {
+    std::fprintf(stderr, "kforge-eval --serve: the warm imports failed: %s\n", error.c_str());
+    return 1;
+  }
+  for (const std::string& w : not_warm) {
+    std::fprintf(stderr, "kforge-eval --serve: warm imports: %s\n", w.c_str());
+  }
+  RemoveTree(g_request_dir);
   // The comparison kernels, compiled once here rather than in every evaluation (compare.h):
   // for the GPU the worker names (it sets TORCH_CUDA_ARCH_LIST from the slot's device).
   if (const char* arch_list = std::getenv("TORCH_CUDA_ARCH_LIST"); arch_list && *arch_list) {

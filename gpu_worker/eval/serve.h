@@ -5,18 +5,22 @@
 //
 // Protocol (both directions): frames of a 4-byte little-endian length and that many bytes of
 // a serialized protobuf. Requests are EvalRequest, answers EvalResult (or, with json_results,
-// the CLI's JSON text, for clients without protobuf), one answer per request, in order. End of input at a frame boundary ends the server with status 0. The channel is
-// stdin/stdout, or a pair of FIFOs the server creates in `fifo_dir` ("requests", "results"),
-// for callers (the worker's sandbox) that cannot stream a child's stdio (a client that has not
-// connected within 120 s ends the server with status 1). The server's own
-// fd 1 is pointed at stderr, so nothing printed by torch or an evaluation can corrupt frames.
+// the CLI's JSON text, for clients without protobuf), one answer per request, in order. End of
+// input at a frame boundary ends the server with status 0. The channel is stdin/stdout, or a pair
+// of FIFOs the server creates in `fifo_dir` ("requests", "results"), for callers (the worker's
+// sandbox) that cannot stream a child's stdio (a client that has not connected within 120 s ends
+// the server with status 1). The server's own fd 1 is pointed at stderr, so nothing printed by
+// torch or an evaluation can corrupt frames.
 //
 // Per request, every guarantee of the one-shot path holds: the evaluation runs in its own
 // process group under the supervisor (stage limits, crash/hang/flood -> verdict), with its own
 // secret seed, stdin at /dev/null, the protocol descriptors closed, and a private scratch
-// directory ($TMPDIR/kforge-req-XXXXXX: its cwd, HOME and TMPDIR, removed afterwards without
-// following links). The CUDA context lives and dies with the evaluation process, so a broken
-// context cannot reach the next request. Candidate code never runs in the server itself.
+// directory (its cwd, HOME and TMPDIR, removed afterwards without following links). The server
+// makes one such directory, $TMPDIR/kforge-req-XXXXXX, at its start, imports torch.compile's
+// modules with it as TMPDIR, HOME and cwd (the warm imports: python_runtime.h), and makes it
+// empty and private again for each request, so that the paths those modules keep from import
+// are each request's own. The CUDA context lives and dies with the evaluation process, so a
+// broken context cannot reach the next request. Candidate code never runs in the server itself.
 //
 // Thread-safety: Serve runs on the main thread of a single-threaded process (it forks).
 #ifndef KFORGE_GPU_WORKER_EVAL_SERVE_H_
