@@ -166,9 +166,10 @@ std::optional<v1::EvalResult> EvalServerClient::Evaluate(const v1::EvalRequest& 
   }
   v1::EvalResult result;
   if (status == FrameStatus::kOk && result.ParseFromString(answer)) {
-    // Processes of that evaluation outlived their kill: the server stops after this answer
-    // (gpu_worker/eval/supervisor.h); the next request goes to a fresh one.
-    if (result.rule() == "outlived_kill") Stop(false);
+    // The server stops after this answer (processes of that evaluation outlived their kill,
+    // gpu_worker/eval/supervisor.h, or it left files it could not remove: serve.h); the next
+    // request goes to a fresh one.
+    if (result.server_stops() || result.rule() == "outlived_kill") Stop(false);
     return result;
   }
   bool timed_out = status == FrameStatus::kTimeout;

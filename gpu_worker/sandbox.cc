@@ -26,6 +26,7 @@
 #include <mutex>
 #include <utility>
 
+#include "common/base/files.h"
 #include "common/base/log.h"
 #include "gpu_worker/sandbox_enter.h"
 
@@ -398,35 +399,6 @@ bool BuildPlan(const SandboxPolicy& policy, SandboxChildPlan* plan, std::string*
   return true;
 }
 
-// Removes `name` under `dir_fd` without following symbolic links, so that a child which
-// swapped a directory for a link cannot make the worker delete anything outside the scratch.
-bool RemoveAt(int dir_fd, const char* name) {
-  if (unlinkat(dir_fd, name, 0) == 0 || errno == ENOENT) return true;
-  if (errno != EISDIR) return false;
-  int fd = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  // A directory the child made unreadable (only possible when it runs as the worker's uid).
-  if (fd < 0 && errno == EACCES && fchmodat(dir_fd, name, 0700, 0) == 0) {
-    fd = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  }
-  if (fd < 0) return false;
-  fchmod(fd, 0700);
-  DIR* dir = fdopendir(fd);
-  if (!dir) {
-    close(fd);
-    return false;
-  }
-  std::vector<std::string> entries;
-  while (dirent* e = readdir(dir)) {
-    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
-      entries.push_back(e->d_name);
-    }
-  }
-  bool ok = true;
-  for (const auto& entry : entries) ok = RemoveAt(dirfd(dir), entry.c_str()) && ok;
-  closedir(dir);
-  return unlinkat(dir_fd, name, AT_REMOVEDIR) == 0 && ok;
-}
-
 std::vector<std::string> ChildEnvironment(const SandboxPolicy& policy,
                                           const std::string& scratch,
                                           std::vector<std::string> extra_env) {
@@ -527,7 +499,9 @@ const SubprocessResult& Sandboxed::Wait() {
 
 void Sandboxed::RemoveScratch() {
   if (scratch_dir_.empty()) return;
-  if (!RemoveAt(AT_FDCWD, scratch_dir_.c_str())) {
+  // Never following a link, so that a child which swapped a directory for one cannot make the
+  // worker delete anything outside the scratch (kforge::RemoveTree).
+  if (!RemoveTree(AT_FDCWD, scratch_dir_)) {
     LogWarning("sandbox scratch directory not fully removed", {{"path", scratch_dir_}});
   }
   scratch_dir_.clear();

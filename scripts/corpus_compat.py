@@ -482,7 +482,7 @@ def timing_parts_lines(rows):
 WALL_PARTS = ("startup_s", "device_s", "device_context_s", "calibration_wait_s",
               "calibration_calls_s", "load_task_s", "build_s", "correctness_s",
               "correctness_reference_s", "correctness_candidate_s", "correctness_compare_s",
-              "timing_s")
+              "timing_s", "gpu_turn_s", "gpu_release_s")
 
 
 def wall_parts_lines(rows):
@@ -500,7 +500,7 @@ def wall_parts_lines(rows):
         if not any(k in s for s in stages):
             continue  # an engine without the part
         part = k != "correctness_s" and k.startswith(("device_context", "calibration_",
-                                                      "correctness_"))
+                                                      "correctness_", "gpu_release"))
         out.append(("    " if part else "  ") + line(k, [s.get(k, 0) for s in stages]))
     return out
 

@@ -123,6 +123,12 @@ for v, t in sorted(by_verdict.items(), key=lambda kv: -sum(kv[1])):
 in_build = sum(s.get("build_s", 0) for s in stages if s.get("gpu_turn_s", 0) > 0)
 print(f"of the turns' time, in the build stage (the candidate's module and its compiles, which "
       f"run after the turn is taken): {in_build:.1f} s")
+held = [s for s in stages if s.get("gpu_turn_s", 0) > 0]
+release = [s.get("gpu_release_s", 0) for s in held]
+if any(release):  # since session 26
+    print(f"of the turns' time, after the evaluation ended (its processes killed, their CUDA "
+          f"contexts torn down, until the release): {sum(release):.1f} s (median "
+          f"{statistics.median(release):.3f} s per turn)")
 ok = [(r, s) for r, s in zip(rows, stages) if r["verdict"] == "ok"]
 if ok:
     w = sorted(s.get("total_s", 0) - s.get("gpu_wait_s", 0) for _, s in ok)

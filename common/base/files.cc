@@ -14,6 +14,8 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 namespace kforge {
 
@@ -97,6 +99,98 @@ std::string MakeDirs(const std::string& path, unsigned mode) {
     }
     if (slash == std::string::npos) return "";
   }
+}
+
+namespace {
+
+// A directory's entries other than "." and ".." (`fd` itself stays open and unmoved).
+bool ListDir(int fd, std::vector<std::pair<std::string, unsigned char>>* entries) {
+  const int dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (dup_fd < 0) return false;
+  DIR* dir = fdopendir(dup_fd);
+  if (!dir) {
+    close(dup_fd);
+    return false;
+  }
+  rewinddir(dir);
+  entries->clear();
+  while (dirent* e = readdir(dir)) {
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
+      entries->emplace_back(e->d_name, e->d_type);
+    }
+  }
+  closedir(dir);
+  return true;
+}
+
+// Opens the directory `name` under `parent` for removing what it holds: without following a
+// link, and after giving it back 0700 where its mode keeps its owner out.
+int OpenForRemoval(int parent, const char* name) {
+  int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  // EACCES, not ELOOP: `name` is a directory, not a link, so the mode change does not follow one
+  // (nothing else writes the tree now).
+  if (fd < 0 && errno == EACCES && fchmodat(parent, name, 0700, 0) == 0) {
+    fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  }
+  if (fd >= 0) fchmod(fd, 0700);
+  return fd;
+}
+
+}  // namespace
+
+bool RemoveTree(int dir_fd, const std::string& name) {
+  if (unlinkat(dir_fd, name.c_str(), 0) == 0 || errno == ENOENT) return true;
+  if (errno != EISDIR && errno != EPERM) return false;
+  int fd = OpenForRemoval(dir_fd, name.c_str());
+  if (fd < 0) return errno == ENOENT;
+  std::vector<std::string> path;  // the names from `name` down to the directory `fd` holds
+  std::vector<std::pair<std::string, unsigned char>> entries;
+  // Each pass lists the current directory, removes its files and empty directories, and goes
+  // down into the first directory that is not empty, or up once nothing is left. A bound on the
+  // passes ends a walk that would not (entries that come back).
+  for (uint64_t passes = 0; passes < (uint64_t{1} << 26); ++passes) {
+    if (!ListDir(fd, &entries)) break;
+    std::string down;
+    bool failed = false;
+    for (const auto& [entry, type] : entries) {
+      if (type != DT_DIR && type != DT_UNKNOWN) {
+        if (unlinkat(fd, entry.c_str(), 0) != 0 && errno != ENOENT) failed = true;
+        continue;
+      }
+      if (unlinkat(fd, entry.c_str(), AT_REMOVEDIR) == 0 || errno == ENOENT) continue;
+      if (errno == ENOTDIR) {  // DT_UNKNOWN, a file
+        if (unlinkat(fd, entry.c_str(), 0) != 0 && errno != ENOENT) failed = true;
+        continue;
+      }
+      if (errno == ENOTEMPTY || errno == EEXIST || errno == EACCES || errno == EPERM) {
+        down = entry;
+        break;
+      }
+      failed = true;
+    }
+    if (failed) break;
+    if (!down.empty()) {
+      const int child = OpenForRemoval(fd, down.c_str());
+      if (child < 0) break;
+      close(fd);
+      fd = child;
+      path.push_back(down);
+      continue;
+    }
+    // Empty now: up one level and remove it there.
+    if (path.empty()) {
+      close(fd);
+      return unlinkat(dir_fd, name.c_str(), AT_REMOVEDIR) == 0 || errno == ENOENT;
+    }
+    const int parent = openat(fd, "..", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    close(fd);
+    if (parent < 0) return false;
+    fd = parent;
+    if (unlinkat(fd, path.back().c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) break;
+    path.pop_back();
+  }
+  close(fd);
+  return false;
 }
 
 }  // namespace kforge

@@ -39,6 +39,15 @@ std::string TempNameFor(const std::string& path);
 // and entries are removed relative to it), so a tree other processes can write cannot steer it
 // outside `dir`. Returns the number of files removed.
 int RemoveStaleTemporaries(const std::string& dir, double older_than_s);
+// Removes `name` under the directory `dir_fd` (AT_FDCWD: a path) and everything beneath it,
+// as the owner of a tree that processes of the same user could write: symbolic links are
+// removed as links, never followed (each directory is opened relative to its parent with
+// O_NOFOLLOW); a directory made unreadable or unwritable (created with such a mode) is given
+// back 0700 first; and the walk holds at most two descriptors whatever the depth, keeping the
+// names on its way down and going back up through "..", so a tree deeper than PATH_MAX or
+// than the descriptor limit is removed too. Only for a tree no process still writes (what ran
+// in it has ended). True when nothing of it is left (also when it did not exist).
+bool RemoveTree(int dir_fd, const std::string& name);
 // mkdir -p: creates `path` and its missing parents with `mode` (less the umask). Returns an
 // error message, empty on success (also when it existed).
 std::string MakeDirs(const std::string& path, unsigned mode = 0700);

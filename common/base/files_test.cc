@@ -1,5 +1,6 @@
 #include "common/base/files.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -75,6 +76,93 @@ TEST(FilesTest, RemoveStaleTemporariesTakesOnlyOldTempNamesAndFollowsNoLinks) {
   EXPECT_EQ(RemoveStaleTemporaries(dir + "/missing", 0), 0);
   std::string cmd = "rm -rf " + dir;
   ASSERT_EQ(std::system(cmd.c_str()), 0);
+}
+
+// What a candidate can leave in its scratch (session 26's review of the warm imports): a tree
+// deeper than PATH_MAX, made relative to a descriptor; directories created without read or
+// write permission, with files inside; a link to a directory outside.
+TEST(FilesTest, RemoveTreeTakesDeepAndUnreadableTreesAndFollowsNoLinks) {
+  char root[] = "/tmp/kforge-remove-test-XXXXXX";
+  ASSERT_NE(mkdtemp(root), nullptr);
+  const std::string dir = root, scratch = dir + "/scratch", outside = dir + "/outside";
+  ASSERT_EQ(MakeDirs(scratch), "");
+  ASSERT_EQ(MakeDirs(outside), "");
+  ASSERT_TRUE(WriteFileAtomically(outside + "/kept", "x"));
+  int fd = open(scratch.c_str(), O_RDONLY | O_DIRECTORY);
+  ASSERT_GE(fd, 0);
+  for (int depth = 0; depth < 3000; ++depth) {  // 3000 x "dd/" is 9000 bytes, above PATH_MAX
+    ASSERT_EQ(mkdirat(fd, "dd", 0700), 0) << depth;
+    const int child = openat(fd, "dd", O_RDONLY | O_DIRECTORY);
+    close(fd);
+    ASSERT_GE(child, 0);
+    fd = child;
+  }
+  const int file = openat(fd, "bottom", O_WRONLY | O_CREAT, 0600);
+  ASSERT_GE(file, 0);
+  close(file);
+  close(fd);
+  for (const char* locked : {"/unlistable", "/closed"}) {
+    ASSERT_EQ(MakeDirs(scratch + locked + "/inner"), "");
+    ASSERT_TRUE(WriteFileAtomically(scratch + locked + "/inner/f", "x"));
+  }
+  ASSERT_EQ(chmod((scratch + "/unlistable/inner").c_str(), 0300), 0);
+  ASSERT_EQ(chmod((scratch + "/unlistable").c_str(), 0300), 0);
+  ASSERT_EQ(chmod((scratch + "/closed").c_str(), 0), 0);
+  ASSERT_EQ(symlink(outside.c_str(), (scratch + "/link").c_str()), 0);
+  EXPECT_TRUE(RemoveTree(AT_FDCWD, scratch));
+  struct stat st;
+  EXPECT_NE(lstat(scratch.c_str(), &st), 0);
+  EXPECT_EQ(stat((outside + "/kept").c_str(), &st), 0);
+  EXPECT_TRUE(RemoveTree(AT_FDCWD, scratch));  // nothing there: nothing left
+  // A file, and a link to a directory, are removed as themselves.
+  ASSERT_TRUE(WriteFileAtomically(dir + "/file", "x"));
+  ASSERT_EQ(symlink(outside.c_str(), (dir + "/dirlink").c_str()), 0);
+  EXPECT_TRUE(RemoveTree(AT_FDCWD, dir + "/file"));
+  EXPECT_TRUE(RemoveTree(AT_FDCWD, dir + "/dirlink"));
+  EXPECT_EQ(stat((outside + "/kept").c_str(), &st), 0);
+  EXPECT_TRUE(RemoveTree(AT_FDCWD, dir));
+  EXPECT_NE(lstat(dir.c_str(), &st), 0);
+}
+
+// The same locked directories without root's privilege: as the tree's owner, the way the fork
+// server removes what its evaluations (the same user) left. Run as root, a child does it as
+// nobody.
+TEST(FilesTest, RemoveTreeOpensLockedDirectoriesAsTheirOwnerWithoutRoot) {
+  char root[] = "/tmp/kforge-remove-owner-XXXXXX";
+  ASSERT_NE(mkdtemp(root), nullptr);
+  const std::string dir = root;
+  const bool as_root = geteuid() == 0;
+  if (as_root) {
+    ASSERT_EQ(chown(root, 65534, 65534), 0);
+  }
+  const pid_t pid = as_root ? fork() : 0;
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    // In the child (or this process without root): exit status 0 when everything held.
+    auto check = [&]() -> bool {
+      if (as_root && (setgid(65534) != 0 || setuid(65534) != 0)) return false;
+      const std::string scratch = dir + "/scratch";
+      if (!MakeDirs(scratch + "/unlistable/inner").empty() ||
+          !WriteFileAtomically(scratch + "/unlistable/inner/f", "x") ||
+          !MakeDirs(scratch + "/closed/inner").empty() ||
+          !WriteFileAtomically(scratch + "/closed/inner/f", "x") ||
+          chmod((scratch + "/unlistable/inner").c_str(), 0300) != 0 ||
+          chmod((scratch + "/unlistable").c_str(), 0300) != 0 ||
+          chmod((scratch + "/closed").c_str(), 0) != 0) {
+        return false;
+      }
+      struct stat st;
+      return RemoveTree(AT_FDCWD, scratch) && lstat(scratch.c_str(), &st) != 0;
+    };
+    const bool ok = check();
+    if (as_root) _exit(ok ? 0 : 1);
+    EXPECT_TRUE(ok);
+  } else {
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  }
+  EXPECT_TRUE(RemoveTree(AT_FDCWD, dir));
 }
 
 }  // namespace

@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <pybind11/embed.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -14,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/base/files.h"
 #include "common/base/frames.h"
 #include "common/dialect.h"
 #include "common/result_json.h"
@@ -25,15 +25,6 @@ namespace py = pybind11;
 
 namespace kforge::eval {
 namespace {
-
-int RemoveEntry(const char* path, const struct stat*, int, struct FTW*) {
-  remove(path);  // FTW_PHYS: a link is removed as a link, never followed
-  return 0;
-}
-
-void RemoveTree(const std::string& dir) {
-  nftw(dir.c_str(), RemoveEntry, 16, FTW_DEPTH | FTW_PHYS);
-}
 
 // A fresh directory under $TMPDIR (the sandbox's scratch), named $TMPDIR/<prefix>XXXXXX, or ""
 // on failure.
@@ -52,17 +43,19 @@ std::string g_request_dir;
 // A private, empty directory for one request, or "" on failure.
 std::string MakeRequestDir() {
   if (g_request_dir.empty()) return MakeUniqueDir("kforge-req-");
-  // What the last evaluation left (EvaluateSupervised removed what it could) is taken out of
-  // the way: a directory it made unreadable cannot be emptied, but it can be moved.
-  if (mkdir(g_request_dir.c_str(), 0700) != 0) {
-    if (errno != EEXIST) return "";
-    std::string aside = MakeUniqueDir("kforge-req-left-");
-    if (aside.empty() || rename(g_request_dir.c_str(), aside.c_str()) != 0) return "";
-    RemoveTree(aside);
-    if (mkdir(g_request_dir.c_str(), 0700) != 0) return "";
+  if (mkdir(g_request_dir.c_str(), 0700) == 0) return g_request_dir;
+  // Left by the warm imports (before the first request): what EvaluateSupervised could not
+  // remove ends the server (ScratchLeftBehind).
+  if (errno != EEXIST || !RemoveTree(AT_FDCWD, g_request_dir) ||
+      mkdir(g_request_dir.c_str(), 0700) != 0) {
+    return "";
   }
   return g_request_dir;
 }
+
+// Set once a request's directory could not be removed (what is left could reach later
+// requests) or made again: the server stops after its answer.
+bool g_scratch_left = false;
 
 constexpr int kConnectS = 120;  // as in the message below
 
@@ -128,6 +121,9 @@ v1::EvalResult EvaluateSupervised(const v1::EvalRequest& request, EngineContext 
     v1::EvalResult result =
         BadRequest(std::string("cannot create a scratch directory: ") + strerror(errno));
     result.set_rule("engine_error");
+    // A fork server's one request directory that cannot be made again: every later request
+    // would fail the same way, and a fresh server starts with a fresh one.
+    if (!g_request_dir.empty()) g_scratch_left = true;
     return result;
   }
   ForkHooks in_dir = hooks;
@@ -140,7 +136,11 @@ v1::EvalResult EvaluateSupervised(const v1::EvalRequest& request, EngineContext 
   context.timing_budget_s = std::max(1.0, 0.6 * limits.timing_s);
   v1::EvalResult result = RunSupervised(
       limits, [&](StageReporter& r) { return Evaluate(request, context, r); }, in_dir, turns);
-  RemoveTree(dir);
+  if (!RemoveTree(AT_FDCWD, dir)) {
+    g_scratch_left = true;
+    std::fprintf(stderr, "kforge-eval: the evaluation's scratch directory %s was not removed\n",
+                 dir.c_str());
+  }
   if (result.dialect() == v1::DIALECT_UNSPECIFIED) {
     result.set_dialect(InferDialect(request.candidate_source()));
   }
@@ -188,7 +188,11 @@ int Serve(const ServeOptions& options) {
   for (const std::string& w : not_warm) {
     std::fprintf(stderr, "kforge-eval --serve: warm imports: %s\n", w.c_str());
   }
-  RemoveTree(g_request_dir);
+  if (!RemoveTree(AT_FDCWD, g_request_dir)) {
+    std::fprintf(stderr, "kforge-eval --serve: cannot empty the request directory %s\n",
+                 g_request_dir.c_str());
+    return 1;
+  }
   // The comparison kernels, compiled once here rather than in every evaluation (compare.h):
   // for the GPU the worker names (it sets TORCH_CUDA_ARCH_LIST from the slot's device).
   if (const char* arch_list = std::getenv("TORCH_CUDA_ARCH_LIST"); arch_list && *arch_list) {
@@ -262,11 +266,20 @@ tempfile.tempdir = None
         shares.Record(request, client_keeps_samples, &result, std::chrono::steady_clock::now());
       }
     }
+    if (g_scratch_left || ProcessesOutlivedTheirKill()) result.set_server_stops(true);
     std::string answer =
         options.json_results ? ResultToJson(result) : result.SerializeAsString();
     if (!WriteFrame(out_fd, answer)) {
       std::fprintf(stderr, "kforge-eval --serve: the result channel is closed\n");
       return 1;
+    }
+    if (g_scratch_left) {
+      // Answered; what the evaluation left in the request directory could reach the next
+      // request. Ending here lets the worker's sandbox remove its whole scratch.
+      std::fprintf(stderr,
+                   "kforge-eval --serve: an evaluation left files that could not be removed; "
+                   "the server stops\n");
+      return 4;
     }
     if (ProcessesOutlivedTheirKill()) {
       // Answered; what is left of that evaluation may still run (supervisor.h). Ending here

@@ -10,10 +10,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -252,10 +254,16 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
   bool ctl_open = true, out_open = true, exited = false;
   int status = 0;
   Clock::time_point exited_at;
+  // When the evaluation ended: its answer, its exit, or the kill for a limit or a flood.
+  std::optional<Clock::time_point> ended_at;
+  auto ended = [&] {
+    if (!ended_at) ended_at = Clock::now();
+  };
   while (ctl_open || out_open || !exited) {
     if (!exited && waitpid(pid, &status, WNOHANG) == pid) {
       exited = true;
       exited_at = Clock::now();
+      ended();
       kill(-pid, SIGKILL);  // leftovers of the group (forked children) go too
     }
     if (exited && std::chrono::duration<double>(Clock::now() - exited_at).count() > 2) break;
@@ -270,6 +278,7 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
     if (!exited && !timed_out && !got_result && elapsed > limit) {
       timed_out = true;
       timed_out_limit_s = limit;
+      ended();
       kill(-pid, SIGKILL);
     }
     const bool waiting = stage == Stage::kGpuWait && !turn_held && turn[1] >= 0 && !exited &&
@@ -303,6 +312,7 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
         output_total += static_cast<size_t>(n);
         if (!flooded && !exited && !got_result && output_total > limits.output_flood_bytes) {
           flooded = true;
+          ended();
           kill(-pid, SIGKILL);
         }
         size_t room = output.size() < limits.max_output_bytes
@@ -329,6 +339,7 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
           // without waiting for it, and was about to leave): the group goes at once, and
           // their CUDA contexts are torn down together, after the answer. Everything they
           // printed before the result is in the pipe.
+          if (got_result) ended();
           if (got_result && !exited) kill(-pid, SIGKILL);
         }
       }
@@ -336,6 +347,7 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
   }
   close(ctl[0]);
   close(out[0]);
+  ended();
   if (!exited) {
     kill(-pid, SIGKILL);
     waitpid(pid, &status, 0);
@@ -343,10 +355,12 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
   const bool all_gone = KillStrays();
   // Every process of the evaluation is gone, CUDA contexts included: the next may have the GPU.
   // Otherwise the turn stays held until this process ends (ProcessesOutlivedTheirKill).
-  double turn_s = 0;
+  double turn_s = 0, release_s = 0;
   if (turn_held) {
     if (all_gone) flock(gpu_lock_fd, LOCK_UN);
-    turn_s = std::chrono::duration<double>(Clock::now() - turn_granted).count();
+    const auto released = Clock::now();
+    turn_s = std::chrono::duration<double>(released - turn_granted).count();
+    release_s = std::chrono::duration<double>(released - std::max(turn_granted, *ended_at)).count();
   }
   if (turn[1] >= 0) close(turn[1]);
   if (output_truncated) output += "\n[output truncated]";
@@ -424,7 +438,10 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
                " without a result");
   }
   result.set_output_log(output);
-  if (turn_held) result.mutable_stages()->set_gpu_turn_s(turn_s);
+  if (turn_held) {
+    result.mutable_stages()->set_gpu_turn_s(turn_s);
+    result.mutable_stages()->set_gpu_release_s(release_s);
+  }
   return result;
 }
 

@@ -70,6 +70,25 @@ TEST_F(SupervisorTurnsTest, AnEvaluationThatEntersTheWaitAgainAfterItsTurnIsTime
   EXPECT_TRUE(LockIsFree());
 }
 
+TEST_F(SupervisorTurnsTest, TheReleaseIsWhatTheTurnHeldAfterTheAnswer) {
+  v1::EvalResult r = RunSupervised(
+      SupervisorLimits{},
+      [](StageReporter& reporter) {
+        std::string error;
+        if (!reporter.AwaitGpuTurn(&error)) _exit(5);
+        usleep(400 * 1000);  // the evaluation's work in its turn
+        v1::EvalResult ok;
+        ok.set_verdict(v1::VERDICT_OK);
+        return ok;
+      },
+      {}, turns_);
+  EXPECT_EQ(r.verdict(), v1::VERDICT_OK) << r.reason();
+  EXPECT_GE(r.stages().gpu_turn_s(), 0.4);
+  EXPECT_GT(r.stages().gpu_release_s(), 0);
+  EXPECT_LT(r.stages().gpu_release_s(), r.stages().gpu_turn_s() - 0.35);
+  EXPECT_TRUE(LockIsFree());
+}
+
 TEST_F(SupervisorTurnsTest, ATurnIsNotGivenBackWhileProcessesOutliveTheirKill) {
   setenv("KFORGE_STRAYS_WAIT_S", "0.001", 1);  // too short to see even a killed one gone
   v1::EvalResult r = RunSupervised(

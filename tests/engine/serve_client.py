@@ -89,7 +89,7 @@ class Server:
     """One `kforge-eval --serve stdio --answer json` process; evaluate() is one request."""
 
     def __init__(self, eval_binary, cache_dir="", env=None, stderr=None, gpu_lock="",
-                 gpu_wait_s=0):
+                 gpu_wait_s=0, user=None):
         """gpu_lock: the path of a GPU's lock file, for GPU turns (supervisor.h): the server
         gets a descriptor of its own open file description of it."""
         cmd = [eval_binary, "--serve", "stdio", "--answer", "json"]
@@ -103,7 +103,7 @@ class Server:
                 cmd += ["--gpu-wait-s", str(gpu_wait_s)]
         try:
             self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=stderr, env=env,
+                                         stderr=stderr, env=env, user=user,
                                          pass_fds=(lock_fd,) if lock_fd >= 0 else ())
         finally:
             if lock_fd >= 0:

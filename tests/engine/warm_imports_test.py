@@ -6,14 +6,18 @@ and cwd, and makes that one directory empty and private again for every request.
 server, twice, tests/engine/warm_paths_candidate.py checks in its own process that the modules
 are there, that every path they keep from TMPDIR, HOME or the cwd lies in its request's
 directory, and that nothing the earlier request left there (a file, directories) is
-visible. The control: with KFORGE_WARM_IMPORTS empty the modules are not there,
-and the candidate says so. Exits 1 on the first failed check.
+visible. The control: with KFORGE_WARM_IMPORTS empty the modules are not there, and the
+candidate says so. Last, a request directory that cannot be removed after its evaluation stops
+the server once it has answered (server_stops, status 4). Exits 1 on the first failed check.
 
   warm_imports_test.py --eval build/gpu_worker/eval/kforge-eval
 """
 import argparse
 import os
+import shutil
 import tempfile
+import threading
+import time
 
 import serve_client
 from check_util import ROOT, TINY_RELU_TASK as TASK, check
@@ -34,6 +38,55 @@ def run_twice(binary, tmp, warm):
         check(server.close() == 0, "the server ends cleanly")
 
 
+SLEEPS = """import time
+
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        time.sleep(3)
+
+    def forward(self, x):
+        return torch.relu(x)
+"""
+
+
+def server_stops_when_its_directory_stays(binary):
+    """The server's TMPDIR is made read-only while an evaluation runs, so its request directory
+    cannot be removed afterwards (as root the server runs as nobody, for whom the mode holds):
+    the answer says server_stops, the server ends with status 4, and a fresh server in a
+    writable TMPDIR evaluates again."""
+    as_nobody = os.geteuid() == 0
+    tmp = tempfile.mkdtemp(prefix="kforge-warm-test-")
+    try:
+        if as_nobody:
+            os.chown(tmp, 65534, 65534)
+        env = dict(os.environ, TMPDIR=tmp, KFORGE_WARM_IMPORTS="")
+        server = serve_client.Server(binary, env=env, user=65534 if as_nobody else None)
+        result = {}
+        runner = threading.Thread(target=lambda: result.update(server.evaluate(
+            task_source=open(TASK).read(), candidate_source=SLEEPS, device="cpu")))
+        runner.start()
+        deadline = time.time() + 60
+        # The request's directory is made when the request arrives (the server removed it
+        # after its start); the candidate then sleeps 3 s in its evaluation.
+        while time.time() < deadline and not any(n.startswith("kforge-req-")
+                                                 for n in os.listdir(tmp)):
+            time.sleep(0.02)
+        os.chmod(tmp, 0o555)
+        runner.join(120)
+        check(result.get("server_stops") is True,
+              f"an undeletable request directory: the answer says the server stops "
+              f"({result.get('verdict')}, server_stops={result.get('server_stops')})")
+        check(server.proc.wait(timeout=60) == 4, "and the server ends with status 4")
+    finally:
+        os.chmod(tmp, 0o755)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--eval", required=True)
@@ -50,6 +103,7 @@ def main():
         r = run_twice(args.eval, tmp, "")[0]
         check(r.get("verdict") != "ok" and "no warm imports" in r.get("reason", ""),
               f"control: without warm imports the candidate finds none ({r.get('verdict')})")
+    server_stops_when_its_directory_stays(args.eval)
 
 
 if __name__ == "__main__":

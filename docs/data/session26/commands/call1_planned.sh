@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Session 26, call 1 (issue 14 point 4, through the worker): session 25's planned call
-# (next_call_planned.sh) after the slow stop (032ae26) and the fork server's warm imports, with
-# Landlock's REFER (f2d07b6) on a GPU for the first time: all 60 pure-Python corpus candidates of
-# levels 1-2, 2 copies each, through one worker with two lanes, then with one lane on the same
-# 120. Build the bundle first (bash scripts/gpu_cluster_bundle.sh build). About 560 s. Carry
-# .gpu-carry/kernelbench, corpora, kb_harness, googletest and cluster.
+# Planned in session 26 (no device was lent then; not run), call 1 (issue 14 point 4, through the
+# worker): session 25's planned call (next_call_planned.sh) after the slow stop (032ae26) and the
+# fork server's warm imports, with Landlock's REFER (f2d07b6) on a GPU for the first time: all 60
+# pure-Python corpus candidates of levels 1-2, 2 copies each, through one worker with two lanes,
+# then with one lane on the same 120. Build the bundle first (bash scripts/gpu_cluster_bundle.sh
+# build). About 560 s. Carry .gpu-carry/kernelbench, corpora, kb_harness, googletest and cluster.
 t0=$(date +%s)
 S=/tmp/s26; rm -rf $S; mkdir -p $S
 OUT=$S/lanes2 LANES=2 PREFETCH=2 VARIANTS=2 BATCH_TIMEOUT_S=260 timeout 360 \

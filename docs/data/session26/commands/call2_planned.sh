@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Session 26, call 2 (issue 14 points 2, 5, 6): session 25's call 2 again at this session's
-# engine (the slow stop, the warm imports): two kforge lanes with GPU turns and KernelBench's
-# harness beside them on the same 32 candidates, 3 evaluations each, then the independent check
-# on a sample of the ok rows, and the GPU cases for the slow stop (sleepy) and the warm imports
-# (a fork server per case). At most 8 files come back from $OUT: the logs are packed into
-# logs.tgz. About 560 s. Carry .gpu-carry/kernelbench, corpora, kb_harness and googletest.
+# Planned in session 26 (no device was lent then; not run), call 2 (issue 14 points 2, 5, 6):
+# session 25's call 2 again at this session's engine (the slow stop, the warm imports): two kforge
+# lanes with GPU turns and KernelBench's harness beside them on the same 32 candidates, 3
+# evaluations each, then the independent check on a sample of the ok rows, and the GPU cases for
+# the slow stop (sleepy) and the warm imports (a fork server per case). At most 8 files come back
+# from $OUT: the logs are packed into logs.tgz. About 560 s. Carry .gpu-carry/kernelbench,
+# corpora, kb_harness and googletest.
 t0=$(date +%s)
 ONLY=1_1,1_8,1_12,1_16,1_17,1_18,1_34,1_39,1_40,1_42,1_44,1_45,1_46,1_61,1_69,1_71,1_86,1_92,1_100,2_1,2_7,2_12,2_14,2_22,2_25,2_30,2_36,2_39,2_56,2_82,2_83,2_86
 S=/tmp/suite-out; mkdir -p $S
