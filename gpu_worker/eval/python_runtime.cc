@@ -11,7 +11,10 @@ namespace kforge::eval {
 
 std::unique_ptr<py::scoped_interpreter> StartPython(std::string* error) {
   RegisterKforgePythonModule();
-  auto interp = std::make_unique<py::scoped_interpreter>(false);  // no signal handlers
+  // No signal handlers, and no program directory on sys.path: that would be "", the cwd,
+  // which is the evaluation's scratch directory, where the candidate writes. A module it left
+  // there under a name the judge imports later would run in the judge.
+  auto interp = std::make_unique<py::scoped_interpreter>(false, 0, nullptr, false);
   try {
     py::module_ sys = py::module_::import("sys");
     py::list path = sys.attr("path");

@@ -1,9 +1,10 @@
 """The candidate of warm_imports_test.py, run twice through one fork server. It checks, in its
 own process, that the server's warm imports are there (torch.compile's modules already
-loaded), that every path they keep from TMPDIR, HOME or the cwd lies in this request's own
+loaded), that its cwd (where it writes) is not on the import path it shares with the judge,
+that every path the warm imports keep from TMPDIR, HOME or the cwd lies in this request's own
 directory, and that nothing an earlier request left there is visible; then it leaves a file
-and a directory it makes unreadable, for the next request to not see. Any failed check raises:
-the evaluation is then not `ok`, and the message says which."""
+and directories, for the next request not to see (it may not chmod them). Any failed check
+raises: the evaluation is then not `ok`, and the message says which."""
 import os
 import sys
 import tempfile
@@ -16,6 +17,9 @@ def check_paths():
     here = os.getcwd()
     server_tmp = os.path.dirname(here)  # the request directory lies in the server's TMPDIR
     assert "torch._inductor.compile_fx" in sys.modules, "no warm imports in this process"
+    # The judge shares this interpreter's import path: a module written here must not be one.
+    for entry in sys.path:
+        assert entry and os.path.abspath(entry) != here, f"the cwd is on sys.path ({entry!r})"
     for left in ("left_by_earlier", "left"):
         assert not os.path.exists(os.path.join(here, left)), f"an earlier request's {left}"
     import torch._dynamo.config as dynamo_config
