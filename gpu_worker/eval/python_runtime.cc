@@ -86,6 +86,15 @@ try:
         raise RuntimeError("the warm imports initialised CUDA in the fork server")
 finally:
     torch._C._cuda_getDeviceCount = driver_count
+    # torch's NVML check initialises NVML and leaves it so: shut it again, so that the
+    # evaluations the server forks start from no NVML state, as before these imports (the
+    # judge initialises its own for the system facts).
+    if not asked_driver:
+        try:
+            import ctypes
+            ctypes.CDLL("libnvidia-ml.so.1").nvmlShutdown()
+        except (OSError, AttributeError):
+            pass
     if asked_driver:
         failed.append("torch.cuda.is_available() found no NVML during the imports and was told "
                       "no device there (the CUDA driver is left for the evaluations)")
