@@ -124,73 +124,112 @@ bool ListDir(int fd, std::vector<std::pair<std::string, unsigned char>>* entries
 }
 
 // Opens the directory `name` under `parent` for removing what it holds: without following a
-// link, and after giving it back 0700 where its mode keeps its owner out.
+// link, and after giving it back 0700 where its mode keeps its owner out. The mode is changed
+// only where it cannot follow a link (AT_SYMLINK_NOFOLLOW; where the C library cannot do that,
+// such a directory stays, and the removal fails).
 int OpenForRemoval(int parent, const char* name) {
   int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  // EACCES, not ELOOP: `name` is a directory, not a link, so the mode change does not follow one
-  // (nothing else writes the tree now).
-  if (fd < 0 && errno == EACCES && fchmodat(parent, name, 0700, 0) == 0) {
+  if (fd < 0 && errno == EACCES && fchmodat(parent, name, 0700, AT_SYMLINK_NOFOLLOW) == 0) {
     fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   }
   if (fd >= 0) fchmod(fd, 0700);
   return fd;
 }
 
+struct DirId {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  bool operator==(const DirId& o) const { return dev == o.dev && ino == o.ino; }
+};
+
+bool IdOf(int fd, DirId* id) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) return false;
+  *id = {st.st_dev, st.st_ino};
+  return true;
+}
+
 }  // namespace
 
-bool RemoveTree(int dir_fd, const std::string& name) {
+bool RemoveTree(int dir_fd, const std::string& name, RemoveTreeWatch* watch) {
   if (unlinkat(dir_fd, name.c_str(), 0) == 0 || errno == ENOENT) return true;
   if (errno != EISDIR && errno != EPERM) return false;
   int fd = OpenForRemoval(dir_fd, name.c_str());
   if (fd < 0) return errno == ENOENT;
-  std::vector<std::string> path;  // the names from `name` down to the directory `fd` holds
+  // One level per directory on the way down from `name`: its identity, its name in the level
+  // above, and the subdirectories it still holds. Each directory is listed once, when the walk
+  // enters it; the walk goes back up through "..", and only into the directory it came from
+  // (the same device and inode), so that a directory moved meanwhile cannot lead it out.
+  struct Level {
+    std::string name;
+    DirId id;
+    bool listed = false;
+    std::vector<std::string> pending;  // subdirectories not emptied yet
+  };
+  std::vector<Level> path(1);
+  path[0].name = name;
+  bool ok = IdOf(fd, &path[0].id);
   std::vector<std::pair<std::string, unsigned char>> entries;
-  // Each pass lists the current directory, removes its files and empty directories, and goes
-  // down into the first directory that is not empty, or up once nothing is left. A bound on the
-  // passes ends a walk that would not (entries that come back).
-  for (uint64_t passes = 0; passes < (uint64_t{1} << 26); ++passes) {
-    if (!ListDir(fd, &entries)) break;
-    std::string down;
-    bool failed = false;
-    for (const auto& [entry, type] : entries) {
-      if (type != DT_DIR && type != DT_UNKNOWN) {
-        if (unlinkat(fd, entry.c_str(), 0) != 0 && errno != ENOENT) failed = true;
-        continue;
-      }
-      if (unlinkat(fd, entry.c_str(), AT_REMOVEDIR) == 0 || errno == ENOENT) continue;
-      if (errno == ENOTDIR) {  // DT_UNKNOWN, a file
-        if (unlinkat(fd, entry.c_str(), 0) != 0 && errno != ENOENT) failed = true;
-        continue;
-      }
-      if (errno == ENOTEMPTY || errno == EEXIST || errno == EACCES || errno == EPERM) {
-        down = entry;
+  for (uint64_t steps = 0; ok && steps < (uint64_t{1} << 32); ++steps) {
+    Level& here = path.back();
+    if (!here.listed) {
+      here.listed = true;
+      if (!ListDir(fd, &entries)) {
+        ok = false;
         break;
       }
-      failed = true;
+      if (watch) {
+        ++watch->listed;
+        watch->entries += entries.size();
+      }
+      for (const auto& [entry, type] : entries) {
+        if (type != DT_DIR) {  // a file, a link, a FIFO, a socket, or not told
+          if (unlinkat(fd, entry.c_str(), 0) == 0 || errno == ENOENT) continue;
+          if (errno != EISDIR) {
+            ok = false;
+            continue;
+          }
+        }
+        if (unlinkat(fd, entry.c_str(), AT_REMOVEDIR) == 0 || errno == ENOENT) continue;
+        here.pending.push_back(entry);  // not empty (or locked): emptied from inside
+      }
+      if (!ok) break;
     }
-    if (failed) break;
-    if (!down.empty()) {
+    if (!here.pending.empty()) {
+      const std::string down = std::move(here.pending.back());
+      here.pending.pop_back();
       const int child = OpenForRemoval(fd, down.c_str());
-      if (child < 0) break;
+      Level next;
+      next.name = down;
+      // Never onto another file system (a mount point cannot be removed anyway).
+      if (child < 0 || !IdOf(child, &next.id) || next.id.dev != here.id.dev) {
+        if (child >= 0) close(child);
+        ok = false;
+        break;
+      }
       close(fd);
       fd = child;
-      path.push_back(down);
+      path.push_back(std::move(next));
+      if (watch && watch->entered) watch->entered(down);
       continue;
     }
-    // Empty now: up one level and remove it there.
-    if (path.empty()) {
-      close(fd);
-      return unlinkat(dir_fd, name.c_str(), AT_REMOVEDIR) == 0 || errno == ENOENT;
-    }
+    // Everything beneath it is gone: up one level, and remove it there.
+    if (path.size() == 1) break;
     const int parent = openat(fd, "..", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     close(fd);
-    if (parent < 0) return false;
     fd = parent;
-    if (unlinkat(fd, path.back().c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) break;
+    const std::string done = path.back().name;
     path.pop_back();
+    DirId id;
+    if (fd < 0 || !IdOf(fd, &id) || !(id == path.back().id)) {
+      ok = false;  // moved while the walk was inside it: do not follow it out
+      break;
+    }
+    if (unlinkat(fd, done.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) ok = false;
   }
-  close(fd);
-  return false;
+  if (fd >= 0) close(fd);
+  if (!ok || path.size() != 1 || !path[0].pending.empty()) return false;
+  return unlinkat(dir_fd, name.c_str(), AT_REMOVEDIR) == 0 || errno == ENOENT;
 }
 
 }  // namespace kforge

@@ -7,6 +7,8 @@
 
 #include <unistd.h>
 
+#include <cstdint>
+#include <functional>
 #include <string>
 
 namespace kforge {
@@ -43,11 +45,20 @@ int RemoveStaleTemporaries(const std::string& dir, double older_than_s);
 // as the owner of a tree that processes of the same user could write: symbolic links are
 // removed as links, never followed (each directory is opened relative to its parent with
 // O_NOFOLLOW); a directory made unreadable or unwritable (created with such a mode) is given
-// back 0700 first; and the walk holds at most two descriptors whatever the depth, keeping the
-// names on its way down and going back up through "..", so a tree deeper than PATH_MAX or
-// than the descriptor limit is removed too. Only for a tree no process still writes (what ran
-// in it has ended). True when nothing of it is left (also when it did not exist).
-bool RemoveTree(int dir_fd, const std::string& name);
+// back 0700 first (never through a link); the walk holds at most two descriptors whatever the
+// depth, keeping the names on its way down and going back up through "..", so a tree deeper
+// than PATH_MAX or than the descriptor limit is removed too; each directory is listed once, so
+// the time is linear in the entries; and it goes up only into the directory it came from (the
+// same device and inode) and never onto another file system, so a directory moved while it is
+// inside cannot lead it out (it stops, false). Meant for a tree no process still writes. True
+// when nothing of it is left (also when it did not exist).
+// `watch` (tests): counts what the walk read, and is told each time it entered a directory.
+struct RemoveTreeWatch {
+  uint64_t listed = 0;   // directories listed
+  uint64_t entries = 0;  // entries read in all
+  std::function<void(const std::string& name)> entered;
+};
+bool RemoveTree(int dir_fd, const std::string& name, RemoveTreeWatch* watch = nullptr);
 // mkdir -p: creates `path` and its missing parents with `mode` (less the umask). Returns an
 // error message, empty on success (also when it existed).
 std::string MakeDirs(const std::string& path, unsigned mode = 0700);

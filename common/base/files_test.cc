@@ -124,6 +124,61 @@ TEST(FilesTest, RemoveTreeTakesDeepAndUnreadableTreesAndFollowsNoLinks) {
   EXPECT_NE(lstat(dir.c_str(), &st), 0);
 }
 
+// Session 26's second review: a walk that listed a directory again after each subdirectory
+// took quadratic time on a wide tree a candidate can make in seconds (32,000 directories: 136 s).
+TEST(FilesTest, RemoveTreeListsEachDirectoryOnce) {
+  char root[] = "/tmp/kforge-remove-wide-XXXXXX";
+  ASSERT_NE(mkdtemp(root), nullptr);
+  const std::string dir = root;
+  for (int i = 0; i < 2000; ++i) {
+    const std::string d = dir + "/w/d" + std::to_string(i);
+    ASSERT_EQ(MakeDirs(d), "");
+    ASSERT_TRUE(WriteFileAtomically(d + "/f", "x"));
+  }
+  RemoveTreeWatch watch;
+  EXPECT_TRUE(RemoveTree(AT_FDCWD, dir + "/w", &watch));
+  EXPECT_EQ(watch.listed, 2001u);   // w and each d<i>
+  EXPECT_EQ(watch.entries, 4000u);  // 2000 in w, one in each d<i>
+  EXPECT_TRUE(RemoveTree(AT_FDCWD, dir));
+}
+
+// The same review: a directory moved out of the tree while the walk is inside it (a process
+// that outlived its kill, say) led the walk up through ".." into the directory it was moved to,
+// where it removed files. It stops there now, and nothing outside changes.
+TEST(FilesTest, RemoveTreeDoesNotFollowADirectoryMovedOutOfTheTree) {
+  char root[] = "/tmp/kforge-remove-moved-XXXXXX";
+  ASSERT_NE(mkdtemp(root), nullptr);
+  const std::string dir = root;
+  ASSERT_EQ(MakeDirs(dir + "/tree/a/W/x"), "");
+  ASSERT_TRUE(WriteFileAtomically(dir + "/tree/a/W/x/f", "x"));
+  // Beside W, directories the walk has yet to empty; beneath victim/deep, ones of the same
+  // names that a walk led out would empty in their place.
+  for (int i = 0; i < 10; ++i) {
+    const std::string v = "/V" + std::to_string(i);
+    ASSERT_EQ(MakeDirs(dir + "/tree/a" + v), "");
+    ASSERT_TRUE(WriteFileAtomically(dir + "/tree/a" + v + "/y", "x"));
+    ASSERT_EQ(MakeDirs(dir + "/victim/deep" + v), "");
+    ASSERT_TRUE(WriteFileAtomically(dir + "/victim/deep" + v + "/precious", "keep"));
+  }
+  ASSERT_TRUE(WriteFileAtomically(dir + "/victim/precious", "keep"));
+  ASSERT_TRUE(WriteFileAtomically(dir + "/victim/deep/precious2", "keep"));
+  RemoveTreeWatch watch;
+  watch.entered = [&](const std::string& name) {
+    if (name == "x") {  // inside tree/a/W/x: W moves away beneath victim/deep
+      ASSERT_EQ(rename((dir + "/tree/a/W").c_str(), (dir + "/victim/deep/W").c_str()), 0);
+    }
+  };
+  EXPECT_FALSE(RemoveTree(AT_FDCWD, dir + "/tree", &watch));
+  struct stat st;
+  EXPECT_EQ(stat((dir + "/victim/precious").c_str(), &st), 0);
+  EXPECT_EQ(stat((dir + "/victim/deep/precious2").c_str(), &st), 0);
+  for (int i = 0; i < 10; ++i) {
+    const std::string kept = dir + "/victim/deep/V" + std::to_string(i) + "/precious";
+    EXPECT_EQ(stat(kept.c_str(), &st), 0) << kept;
+  }
+  EXPECT_TRUE(RemoveTree(AT_FDCWD, dir));
+}
+
 // The same locked directories without root's privilege: as the tree's owner, the way the fork
 // server removes what its evaluations (the same user) left. Run as root, a child does it as
 // nobody.

@@ -1,6 +1,7 @@
 #include "gpu_worker/eval/python_runtime.h"
 
 #include <cstdlib>
+#include <filesystem>
 #include <sstream>
 
 #include "gpu_worker/eval/nvrtc_module.h"
@@ -24,7 +25,9 @@ std::unique_ptr<py::scoped_interpreter> StartPython(std::string* error) {
       std::string item;
       int i = 0;
       while (std::getline(ss, item, ':')) {
-        if (!item.empty()) path.insert(i++, item);
+        // Absolute now: a relative entry would be looked up from each evaluation's cwd, its
+        // scratch directory, where the candidate writes.
+        if (!item.empty()) path.insert(i++, std::filesystem::absolute(item).string());
       }
     }
     sys.attr("argv") = py::make_tuple("kforge-eval");

@@ -136,7 +136,13 @@ v1::EvalResult EvaluateSupervised(const v1::EvalRequest& request, EngineContext 
   context.timing_budget_s = std::max(1.0, 0.6 * limits.timing_s);
   v1::EvalResult result = RunSupervised(
       limits, [&](StageReporter& r) { return Evaluate(request, context, r); }, in_dir, turns);
-  if (!RemoveTree(AT_FDCWD, dir)) {
+  if (ProcessesOutlivedTheirKill()) {
+    // Processes of the evaluation may still run in it (and rename beneath it): the directory
+    // stays, and the server stops (the worker's sandbox removes its scratch once its PID
+    // namespace is gone).
+    std::fprintf(stderr, "kforge-eval: the evaluation's scratch directory %s is left as it is\n",
+                 dir.c_str());
+  } else if (!RemoveTree(AT_FDCWD, dir)) {
     g_scratch_left = true;
     std::fprintf(stderr, "kforge-eval: the evaluation's scratch directory %s was not removed\n",
                  dir.c_str());

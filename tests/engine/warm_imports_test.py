@@ -26,7 +26,9 @@ CANDIDATE = os.path.join(ROOT, "tests", "engine", "warm_paths_candidate.py")
 
 
 def run_twice(binary, tmp, warm):
-    env = dict(os.environ, TMPDIR=tmp)
+    # A relative entry, which the server makes absolute (the candidate checks that no entry
+    # lies in its cwd).
+    env = dict(os.environ, TMPDIR=tmp, KFORGE_PYTHONPATH="relative-entry")
     if warm is not None:
         env["KFORGE_WARM_IMPORTS"] = warm
     server = serve_client.Server(binary, env=env)

@@ -19,7 +19,9 @@ def check_paths():
     assert "torch._inductor.compile_fx" in sys.modules, "no warm imports in this process"
     # The judge shares this interpreter's import path: a module written here must not be one.
     for entry in sys.path:
-        assert entry and os.path.abspath(entry) != here, f"the cwd is on sys.path ({entry!r})"
+        resolved = os.path.abspath(entry)
+        assert entry and resolved != here and not resolved.startswith(here + os.sep), \
+            f"the cwd or a place in it is on sys.path ({entry!r})"
     for left in ("left_by_earlier", "left"):
         assert not os.path.exists(os.path.join(here, left)), f"an earlier request's {left}"
     import torch._dynamo.config as dynamo_config
