@@ -4,8 +4,8 @@
 # fork server's warm imports, with Landlock's REFER (f2d07b6) on a GPU for the first time: all 60
 # pure-Python corpus candidates of levels 1-2, 2 copies each, through one worker with two lanes,
 # then the warm-imports benchmark on CUDA, then with one lane on the same 120 (the time left).
-# Build the bundle first (bash scripts/gpu_cluster_bundle.sh build). About 560 s. Carry .gpu-
-# carry/kernelbench, corpora, kb_harness, googletest and cluster.
+# Build the bundle first (bash scripts/gpu_cluster_bundle.sh build). About 560 s. Carry
+# .gpu-carry/kernelbench, corpora, kb_harness, googletest and cluster.
 t0=$(date +%s)
 S=/tmp/s26; rm -rf $S; mkdir -p $S
 OUT=$S/lanes2 LANES=2 PREFETCH=2 VARIANTS=2 BATCH_TIMEOUT_S=260 timeout 360 \
