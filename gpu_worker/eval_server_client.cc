@@ -169,7 +169,7 @@ std::optional<v1::EvalResult> EvalServerClient::Evaluate(const v1::EvalRequest& 
     // The server stops after this answer (processes of that evaluation outlived their kill,
     // gpu_worker/eval/supervisor.h, or it left files it could not remove: serve.h); the next
     // request goes to a fresh one.
-    if (result.server_stops() || result.rule() == "outlived_kill") Stop(false);
+    if (result.server_stops()) Stop(false);
     return result;
   }
   bool timed_out = status == FrameStatus::kTimeout;

@@ -1,11 +1,11 @@
 // kforge-worker: runs evaluations for the coordinator, one kforge-eval child per evaluation.
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <filesystem>
 #include <thread>
 
 #include "absl/flags/flag.h"
@@ -244,8 +244,7 @@ int Run() {
   host.Shutdown();
   // The turns' locks: every slot's fork server is gone with the worker's slots.
   if (!options.gpu_lock_dir.empty()) {
-    std::error_code ignored;  // a leftover directory of empty files is harmless
-    std::filesystem::remove_all(options.gpu_lock_dir, ignored);
+    RemoveTree(AT_FDCWD, options.gpu_lock_dir);  // a leftover of empty files is harmless
   }
   return 0;
 }

@@ -98,7 +98,7 @@ finally:
             ctypes.CDLL("libnvidia-ml.so.1").nvmlShutdown()
         except (OSError, AttributeError):
             pass
-    if asked_driver:
+    else:
         failed.append("torch.cuda.is_available() found no NVML during the imports and was told "
                       "no device there (the CUDA driver is left for the evaluations)")
     for k, v in saved.items():

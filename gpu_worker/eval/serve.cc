@@ -43,14 +43,9 @@ std::string g_request_dir;
 // A private, empty directory for one request, or "" on failure.
 std::string MakeRequestDir() {
   if (g_request_dir.empty()) return MakeUniqueDir("kforge-req-");
-  if (mkdir(g_request_dir.c_str(), 0700) == 0) return g_request_dir;
-  // Left by the warm imports (before the first request): what EvaluateSupervised could not
-  // remove ends the server (ScratchLeftBehind).
-  if (errno != EEXIST || !RemoveTree(AT_FDCWD, g_request_dir) ||
-      mkdir(g_request_dir.c_str(), 0700) != 0) {
-    return "";
-  }
-  return g_request_dir;
+  // Serve emptied it after the warm imports, EvaluateSupervised after each request (or the
+  // server stopped): it does not exist here.
+  return mkdir(g_request_dir.c_str(), 0700) == 0 ? g_request_dir : "";
 }
 
 // Set once a request's directory could not be removed (what is left could reach later
@@ -272,28 +267,24 @@ tempfile.tempdir = None
         shares.Record(request, client_keeps_samples, &result, std::chrono::steady_clock::now());
       }
     }
-    if (g_scratch_left || ProcessesOutlivedTheirKill()) result.set_server_stops(true);
+    // The server stops once it has answered where what the evaluation left could reach the
+    // next request: processes that outlived their kill (supervisor.h; ending here ends the
+    // worker's sandbox, its PID namespace and everything in it, the GPU turn too), or files in
+    // the request directory that could not be removed (the sandbox's scratch goes with it).
+    const char* stop = ProcessesOutlivedTheirKill()
+                           ? "processes of an evaluation outlived their SIGKILL"
+                       : g_scratch_left ? "an evaluation left files that could not be removed"
+                                        : nullptr;
+    if (stop) result.set_server_stops(true);
     std::string answer =
         options.json_results ? ResultToJson(result) : result.SerializeAsString();
     if (!WriteFrame(out_fd, answer)) {
       std::fprintf(stderr, "kforge-eval --serve: the result channel is closed\n");
       return 1;
     }
-    if (g_scratch_left) {
-      // Answered; what the evaluation left in the request directory could reach the next
-      // request. Ending here lets the worker's sandbox remove its whole scratch.
-      std::fprintf(stderr,
-                   "kforge-eval --serve: an evaluation left files that could not be removed; "
-                   "the server stops\n");
-      return 4;
-    }
-    if (ProcessesOutlivedTheirKill()) {
-      // Answered; what is left of that evaluation may still run (supervisor.h). Ending here
-      // ends the worker's sandbox, its PID namespace and everything in it, the GPU turn too.
-      std::fprintf(stderr,
-                   "kforge-eval --serve: processes of an evaluation outlived their "
-                   "SIGKILL; the server stops\n");
-      return 3;
+    if (stop) {
+      std::fprintf(stderr, "kforge-eval --serve: %s; the server stops\n", stop);
+      return ProcessesOutlivedTheirKill() ? 3 : 4;
     }
   }
 }
