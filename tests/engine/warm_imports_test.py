@@ -26,12 +26,17 @@ CANDIDATE = os.path.join(ROOT, "tests", "engine", "warm_paths_candidate.py")
 
 
 def run_twice(binary, tmp, warm):
+    """Two evaluations through one server; as root the server runs as nobody (as in a worker's
+    sandbox), for whom a directory created unreadable is locked."""
     # A relative entry, which the server makes absolute (the candidate checks that no entry
     # lies in its cwd).
     env = dict(os.environ, TMPDIR=tmp, KFORGE_PYTHONPATH="relative-entry")
     if warm is not None:
         env["KFORGE_WARM_IMPORTS"] = warm
-    server = serve_client.Server(binary, env=env)
+    as_nobody = os.geteuid() == 0
+    if as_nobody:
+        os.chown(tmp, 65534, 65534)
+    server = serve_client.Server(binary, env=env, user=65534 if as_nobody else None)
     try:
         return [server.evaluate(task_source=open(TASK).read(),
                                 candidate_source=open(CANDIDATE).read(), device="cpu")

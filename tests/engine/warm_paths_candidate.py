@@ -3,7 +3,8 @@ own process, that the server's warm imports are there (torch.compile's modules a
 loaded), that its cwd (where it writes) is not on the import path it shares with the judge,
 that every path the warm imports keep from TMPDIR, HOME or the cwd lies in this request's own
 directory, and that nothing an earlier request left there is visible; then it leaves a file
-and directories, for the next request not to see (it may not chmod them). Any failed check
+and directories (a tree deeper than PATH_MAX, one created unreadable), for the next request
+not to see (it may not chmod them). Any failed check
 raises: the evaluation is then not `ok`, and the message says which."""
 import os
 import sys
@@ -51,6 +52,18 @@ class ModelNew(nn.Module):
         check_paths()
         os.makedirs(os.path.join(os.getcwd(), "left", "inside"))
         open(os.path.join(os.getcwd(), "left_by_earlier"), "w").close()
+        # What the removal between requests once left behind (session 26's review): a tree
+        # deeper than PATH_MAX, made relative to a descriptor, and a directory created without
+        # read permission, a file inside it. Left, the server would stop after its answer.
+        fd = os.open(os.path.join(os.getcwd(), "left"), os.O_RDONLY)
+        for _ in range(2500):  # 2500 x "dd/": 7500 bytes
+            os.mkdir("dd", dir_fd=fd)
+            child = os.open("dd", os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = child
+        os.close(fd)
+        os.mkdir(os.path.join(os.getcwd(), "left", "unlistable"), 0o300)
+        open(os.path.join(os.getcwd(), "left", "unlistable", "f"), "w").close()
 
     def forward(self, x):
         return torch.relu(x)
