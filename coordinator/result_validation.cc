@@ -231,6 +231,22 @@ absl::Status CheckClocks(const v1::EvalResult& r, bool ok, const ResultLimits& l
       }
     }
   }
+  // The reference's medians timed alone (fields 51-52): finite, not negative, and only with an
+  // ok result that has that clock.
+  struct Alone {
+    const char* field;
+    double ms;
+    bool clock;
+  };
+  for (const Alone& a :
+       {Alone{"reference_alone_call_ms", r.reference_alone_call_ms(), ok && r.has_speedup_call()},
+        Alone{"reference_alone_device_ms", r.reference_alone_device_ms(),
+              ok && r.has_speedup_device()}}) {
+    if (absl::Status s = CheckNonNegative(a.field, a.ms); !s.ok()) return s;
+    if (a.ms != 0 && !a.clock) {
+      return Bad(a.field, "is set; only an ok result with that clock has one");
+    }
+  }
   const bool interval = r.speedup_ci_low() != 0 || r.speedup_ci_high() != 0;
   if (!ok) {
     if (interval) return Bad("speedup_ci_low", "is set; only an ok result has a speedup");

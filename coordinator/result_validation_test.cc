@@ -229,6 +229,30 @@ TEST(ResultValidationTest, BoundsTheDeviceSpansLikeTheBusyTimes) {
             "clock has one");
 }
 
+TEST(ResultValidationTest, BoundsTheReferenceTimedAlone) {
+  v1::EvalResult r = OkResult();
+  r.set_reference_alone_call_ms(2.3);
+  r.set_reference_alone_device_ms(1.9);
+  EXPECT_TRUE(ValidateResult(r).ok()) << ValidateResult(r);
+  v1::EvalResult bad = r;
+  bad.set_reference_alone_call_ms(std::nan(""));
+  EXPECT_EQ(ValidateResult(bad).message(),
+            "malformed result: reference_alone_call_ms is nan; it must be finite");
+  bad = CallClockResult();
+  DropDeviceClock(&bad);
+  bad.set_reference_alone_device_ms(1.9);
+  EXPECT_EQ(ValidateResult(bad).message(),
+            "malformed result: reference_alone_device_ms is set; only an ok result with that "
+            "clock has one");
+  v1::EvalResult wrong;
+  wrong.set_verdict(v1::VERDICT_INCORRECT);
+  wrong.mutable_correctness()->set_trials(1);
+  wrong.set_reference_alone_call_ms(2.3);
+  EXPECT_EQ(ValidateResult(wrong).message(),
+            "malformed result: reference_alone_call_ms is set; only an ok result with that "
+            "clock has one");
+}
+
 TEST(ResultValidationTest, BoundsEachClocksIntervalAndBetweenProcessSpread) {
   v1::EvalResult bad = OkResult();
   bad.set_speedup_call_ci_low(1.7);  // above speedup_call (1.6)

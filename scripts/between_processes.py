@@ -15,14 +15,23 @@ repeats would be covered, with a candidate-level bootstrap range.
 The first run's interval is its stored `speedup_<clock>_ci_low/high` where the result has them
 (engines since session 12), else recomputed from its TimingStats with the rule given (the
 output counts each; --recompute ignores the stored ones, to try other constants on new data).
-Sessions 9-11 (the fit's data) need `--exclude 1_71,1_77` (cudnn.benchmark: each process picks
-its own algorithm) and `--exclude-in session10/call2_compat_repeats:1_69` (a since-fixed
-late-sample fault) to give the fit's 96% coverage on both clocks:
+The call clock's a (46 us since session 27) was fitted on session 22-23's repeats and checked
+on session 25's (gunzip docs/data/session25/call{1,2}_compat.jsonl.gz first):
+
+  python3 scripts/between_processes.py docs/data/session22/call3_compat.jsonl \
+      docs/data/session22/call4_compat.jsonl docs/data/session23/call2_compat.jsonl \
+      docs/data/session23/call4_compat.jsonl                          # refit: 46.1 us
+  python3 scripts/between_processes.py --recompute call1_compat.jsonl call2_compat.jsonl
+
+Sessions 9-11 (the first fit's data, a = 25 us: `--call-rule 0.05,25`) need `--exclude
+1_71,1_77` (cudnn.benchmark: each process picks its own algorithm) and `--exclude-in
+session10/call2_compat_repeats:1_69` (a since-fixed late-sample fault) to give that fit's 96%
+coverage on both clocks:
 
   python3 scripts/between_processes.py docs/data/session9/call1_compat_repeats.jsonl \
       docs/data/session9/call2_compat.jsonl docs/data/session10/call2_compat_repeats.jsonl \
       docs/data/session11/call1_compat_repeats.jsonl --exclude 1_71,1_77 \
-      --exclude-in session10/call2_compat_repeats:1_69 [--json out.json]
+      --exclude-in session10/call2_compat_repeats:1_69 --call-rule 0.05,25 [--json out.json]
 
 Labels default to <directory>/<file stem>; --label gives one per file instead. Standard
 library only.
@@ -35,7 +44,7 @@ import random
 
 Z = 1.959964
 CLOCKS = ("call", "device")
-RULES = {"call": (0.05, 25.0), "device": (0.005, 0.25)}  # (r, a in us): engine.cc k*Between
+RULES = {"call": (0.05, 46.0), "device": (0.005, 0.25)}  # (r, a in us): engine.cc k*Between
 BINS = (("<0.1 ms", 0.0, 0.1), ("0.1-1 ms", 0.1, 1.0), (">1 ms", 1.0, math.inf))
 
 

@@ -389,7 +389,8 @@ TWO_CLOCK_SCALARS = ("speedup_device", "speedup_call", "speedup_clock", "speedup
                      "candidate_device_span_ms", "speedup_call_ci_low", "speedup_call_ci_high",
                      "speedup_device_ci_low", "speedup_device_ci_high", "speedup_call_between_sd",
                      "speedup_device_between_sd", "strict_rule", "strict_reason",
-                     "call_overhead_ms", "call_overhead_median_ms")
+                     "call_overhead_ms", "call_overhead_median_ms", "reference_alone_call_ms",
+                     "reference_alone_device_ms")
 TWO_CLOCK_PAIRS = ("reference_device", "candidate_device", "reference_call", "candidate_call")
 PAIR_KEYS = ("median_ms", "mean_ms", "min_ms", "std_ms", "n", "median_ci_low_ms",
              "median_ci_high_ms", "capped", "settled", "event_fallbacks")

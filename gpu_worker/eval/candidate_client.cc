@@ -96,6 +96,14 @@ void CandidateClient::KillWithoutWaiting() {
   pid_ = -1;
 }
 
+void CandidateClient::KillAndReap() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGKILL);
+  while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+  }
+  pid_ = -1;
+}
+
 void CandidateClient::UseDevice(bool cuda, int device) {
   arena_ = std::make_unique<SlotArena>(cuda, device);
   channel_.set_spin_us(ChannelSpinUs(cuda));

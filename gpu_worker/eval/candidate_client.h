@@ -84,6 +84,11 @@ class CandidateClient {
   // CUDA context is torn down while the answer goes out.
   void KillWithoutWaiting();
 
+  // Sends the candidate process SIGKILL and reaps it: once this returns it is gone, with its
+  // CUDA context unless processes it started still hold the device (they are the judge's to
+  // end: process_tree.h). For the reference alone (engine.cc).
+  void KillAndReap();
+
  private:
   CandidateClient(pid_t pid, int fd, int taint_fd)
       : pid_(pid), taint_fd_(taint_fd), channel_(fd, kMaxFrame) {}

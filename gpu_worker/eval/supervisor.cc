@@ -20,39 +20,10 @@
 #include <vector>
 
 #include "common/base/utf8.h"
+#include "gpu_worker/eval/process_tree.h"
 
 namespace kforge::eval {
 namespace {
-
-// The direct children of this process, from /proc.
-std::vector<pid_t> ChildrenOfSelf() {
-  std::vector<pid_t> out;
-  const pid_t self = getpid();
-  DIR* proc = opendir("/proc");
-  if (proc == nullptr) return out;
-  while (struct dirent* e = readdir(proc)) {
-    char* end = nullptr;
-    long pid = std::strtol(e->d_name, &end, 10);
-    if (pid <= 0 || *end != '\0') continue;
-    char path[64];
-    std::snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-    FILE* f = std::fopen(path, "r");
-    if (f == nullptr) continue;
-    char buf[512];
-    size_t n = std::fread(buf, 1, sizeof buf - 1, f);
-    std::fclose(f);
-    buf[n] = '\0';
-    const char* paren = std::strrchr(buf, ')');  // the command name may hold spaces
-    char state = 0;
-    long ppid = 0;
-    if (paren != nullptr && std::sscanf(paren + 1, " %c %ld", &state, &ppid) == 2 &&
-        ppid == self) {
-      out.push_back(static_cast<pid_t>(pid));
-    }
-  }
-  closedir(proc);
-  return out;
-}
 
 bool outlived_kill = false;  // ProcessesOutlivedTheirKill
 
@@ -72,16 +43,7 @@ double StraysWaitS() {
 // chain of forks: ProcessesOutlivedTheirKill).
 bool KillStrays() {
   const double wait_s = StraysWaitS();
-  const auto until =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int>(wait_s * 1000));
-  while (std::chrono::steady_clock::now() < until) {
-    std::vector<pid_t> children = ChildrenOfSelf();
-    if (children.empty()) return true;
-    for (pid_t c : children) kill(c, SIGKILL);
-    while (waitpid(-1, nullptr, WNOHANG) > 0) {
-    }
-    usleep(1000);
-  }
+  if (KillChildren(wait_s)) return true;
   std::fprintf(stderr,
                "kforge: processes of the last evaluation outlived their SIGKILL by %.0f s\n",
                wait_s);

@@ -89,12 +89,22 @@ def hack_min_candidate_ms(path):
 
 
 def hack_task(path):
-    """The task a hack targets: 'Task: kernelbench/levelN/X.py' or 'Task: tasks/tiny/X.py'."""
-    m = re.search(r"Task:\s*(kernelbench/\S+?\.py|tasks/\S+?\.py)", open(path).read())
+    """The task a hack targets: 'Task: kernelbench/levelN/X.py', 'Task: tasks/tiny/X.py' (under
+    examples/) or 'Task: tests/engine/.../X.py' (under the repository's root)."""
+    m = re.search(r"Task:\s*(kernelbench/\S+?\.py|tasks/\S+?\.py|tests/\S+?\.py)",
+                  open(path).read())
     rel = m.group(1) if m else "kernelbench/level1/19_ReLU.py"
     if rel.startswith("kernelbench/"):
         return os.path.join(KB, rel[len("kernelbench/"):]) if KB else None
+    if rel.startswith("tests/"):
+        return os.path.join(ROOT, rel)
     return os.path.join(EX, rel)
+
+
+def hack_max_speedup(path):
+    """'Expected speedup: at most X': an `ok` result's speedup must not exceed it."""
+    m = re.search(r"Expected speedup:\s*at most\s*([0-9.]+)", open(path).read())
+    return float(m.group(1)) if m else None
 
 
 def cases(device):
@@ -179,7 +189,8 @@ def cases(device):
                         native=(native.group(1) == "yes") if native else None,
                         strict_rule=strict_rule.group(1) if strict_rule else None,
                         stray="Expected stray killed:" in text,
-                        planted="Expected planted nothing:" in text))
+                        planted="Expected planted nothing:" in text,
+                        max_speedup=hack_max_speedup(path)))
     hdir = os.path.join(EX, "hacks")
     for name in sorted(os.listdir(hdir)):
         if not name.endswith((".py", ".cpp")):
@@ -322,6 +333,11 @@ def judge(case, result):
     if case.get("planted") and not planted_nothing(result):
         return False
     if result.get("verdict") == "ok" and not clocks_hold(case, result):
+        return False
+    # A candidate that slows the reference from its own processes gains nothing: the judge times
+    # the reference alone once they are gone (docs/evaluation.md, "The reference alone").
+    if case.get("max_speedup") is not None and result.get("verdict") == "ok" and \
+            not result.get("speedup", 0) <= case["max_speedup"]:
         return False
     if case.get("native") is not None and result.get("verdict") not in (None, "<no result>") and \
             bool(result.get("native_code")) != case["native"]:

@@ -4,7 +4,10 @@
 # evaluation's group kill), names itself kf-stray (/proc/PID/comm) and sleeps. The supervisor
 # kills such strays one by one; the test gives it too little time to see this one gone
 # (KFORGE_STRAYS_WAIT_S), standing for a process it cannot end: a chain of forks that always
-# forks the next before it is killed, or one stuck in the driver.
+# forks the next before it is killed, or one stuck in the driver. It answers wrongly, so that
+# the evaluation ends in its correctness stage: an evaluation that reaches the end of its timing
+# ends the candidate's processes itself first (engine.cc, ReferenceAlone), and then the
+# supervisor finds none.
 import os
 import time
 
@@ -34,4 +37,4 @@ class ModelNew(nn.Module):
         if not self.started:
             self.started = True
             leave_a_stray()
-        return torch.relu(x)
+        return torch.relu(x) + 1
