@@ -96,12 +96,18 @@ void CandidateClient::KillWithoutWaiting() {
   pid_ = -1;
 }
 
-void CandidateClient::KillAndReap() {
-  if (pid_ <= 0) return;
-  kill(pid_, SIGKILL);
-  while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+void CandidateClient::EndAuditChannel() {
+  if (taint_fd_ < 0) return;
+  if (!native_code_) {  // bytes still there are the hook's finding; the end of file is ours
+    char buf[512];
+    ssize_t n = read(taint_fd_, buf, sizeof buf);
+    if (n > 0) {
+      native_code_ = true;
+      native_detail_ = PrintableUtf8(std::string_view(buf, static_cast<size_t>(n)));
+    }
   }
-  pid_ = -1;
+  close(taint_fd_);
+  taint_fd_ = -1;
 }
 
 void CandidateClient::UseDevice(bool cuda, int device) {

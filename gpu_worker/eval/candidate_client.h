@@ -84,10 +84,10 @@ class CandidateClient {
   // CUDA context is torn down while the answer goes out.
   void KillWithoutWaiting();
 
-  // Sends the candidate process SIGKILL and reaps it: once this returns it is gone, with its
-  // CUDA context unless processes it started still hold the device (they are the judge's to
-  // end: process_tree.h). For the reference alone (engine.cc).
-  void KillAndReap();
+  // Once every process of the candidate is gone (the reference alone, engine.cc): what its
+  // audit channel still holds is read (native code, as ever), and the channel is closed, so
+  // that its end is not taken for the process closing it.
+  void EndAuditChannel();
 
  private:
   CandidateClient(pid_t pid, int fd, int taint_fd)

@@ -32,6 +32,29 @@ void OnlySelf(std::vector<sock_filter>* f, uint32_t nr, uint32_t self) {
   f->push_back(BPF_STMT(BPF_RET | BPF_K, kDeny));
 }
 
+// Appends: if nr == `nr`, deny unless the low 32 bits of args[`which_arg`] are `which` (when
+// `which_arg` >= 0) and those of args[`pid_arg`] are 0 or `self`: the scheduling, priority,
+// resource-limit and memory-placement calls that may name another process of the same uid.
+void SelfOrZero(std::vector<sock_filter>* f, uint32_t nr, uint32_t pid_arg, int which_arg,
+                uint32_t which, uint32_t self) {
+  // The low 32 bits of args[i] (little-endian: the only arch AppendNativeArchCheck lets by).
+  auto arg = [](uint32_t i) {
+    return static_cast<uint32_t>(offsetof(seccomp_data, args) + sizeof(uint64_t) * i);
+  };
+  const uint8_t past = which_arg >= 0 ? 7 : 5;  // the block's statements after the first jump
+  f->push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)));
+  f->push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr, 0, past));  // else past the block
+  if (which_arg >= 0) {
+    f->push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, arg(static_cast<uint32_t>(which_arg))));
+    f->push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, which, 0, 4));  // else deny
+  }
+  f->push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, arg(pid_arg)));
+  f->push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0));     // 0: this process
+  f->push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, self, 0, 1));  // else deny
+  f->push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+  f->push_back(BPF_STMT(BPF_RET | BPF_K, kDeny));
+}
+
 std::vector<sock_filter> Filter(uint32_t self) {
   std::vector<sock_filter> f;
   AppendNativeArchCheck(&f, SECCOMP_RET_KILL_PROCESS);
@@ -45,6 +68,15 @@ std::vector<sock_filter> Filter(uint32_t self) {
   }
   OnlySelf(&f, SYS_kill, self);
   OnlySelf(&f, SYS_tgkill, self);
+  // Nothing of the candidate's may change how the judge is scheduled, or its limits or memory:
+  // the same uid may, and a judge pinned to one CPU or niced times the reference slower, alone
+  // too (docs/evaluation.md, "The reference alone"; tests/engine/exploits/slows_the_judge.py).
+  for (uint32_t nr : {SYS_sched_setaffinity, SYS_sched_setscheduler, SYS_sched_setparam,
+                      SYS_sched_setattr, SYS_prlimit64, SYS_migrate_pages, SYS_move_pages}) {
+    SelfOrZero(&f, nr, 0, -1, 0, self);
+  }
+  SelfOrZero(&f, SYS_setpriority, 1, 0, 0 /* PRIO_PROCESS */, self);
+  SelfOrZero(&f, SYS_ioprio_set, 1, 0, 1 /* IOPRIO_WHO_PROCESS */, self);
   f.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
   return f;
 }

@@ -81,8 +81,8 @@ constexpr uint32_t kCalibrationCalls = 30;  // after 3 warm-up calls
 // clock measured, in at most this share of that clock's budget; and how long the candidate's
 // processes get to die.
 constexpr uint32_t kAloneMinSamples = 10;
-constexpr double kAloneBudgetShare = 0.1;
-constexpr double kAloneWaitS = 5;
+constexpr double kAloneBudgetShare = 0.1;  // taken from the phases beside the candidate
+constexpr double kAloneWaitS = 10;
 constexpr uint64_t kShareEvery = 4;  // a shared reference is timed in one of this many iterations
 constexpr double kMinCallMs = 1e-3;  // a call-clock sample is never below 1 us
 
@@ -899,6 +899,13 @@ class Evaluation {
     return std::nullopt;
   }
 
+  // Each clock's timing budget (on a GPU half of it each), of which the reference alone gets
+  // kAloneBudgetShare.
+  double ClockBudgetS() const {
+    return target_.cuda ? ctx_.timing_budget_s / 2 : ctx_.timing_budget_s;
+  }
+  double AloneCapS() const { return ClockBudgetS() * kAloneBudgetShare; }
+
   // SystemInfo.device_memory_used_bytes: the most in use on the device so far.
   void NoteDeviceMemory() {
     if (!target_.cuda) return;
@@ -935,9 +942,11 @@ class Evaluation {
   // slower and the speedup higher. So once the timing is done, the candidate process is
   // killed and reaped, every process it started is ended (their orphans came to this process,
   // a child subreaper), and the reference is sampled by itself on each clock measured. Where
-  // its median alone lies below the interval of its median beside the candidate, the alone
-  // samples become the reference's on that clock. Processes still alive after kAloneWaitS end
-  // the evaluation: no reference time can be trusted beside them.
+  // the interval of its median alone lies wholly below that of its median beside the
+  // candidate, the alone samples become the reference's on that clock. Processes still alive
+  // after kAloneWaitS end the evaluation: no reference time can be trusted beside them. A clock
+  // whose reference is too slow for kAloneMinSamples in its share of the budget is not timed
+  // alone (said in its note).
   std::optional<Verdict> ReferenceAlone(v1::Dialect dialect, TimedPhase* call, TimedPhase* device) {
     const auto started = Clock::now();
     struct Writer {
@@ -945,17 +954,26 @@ class Evaluation {
       v1::StageDurations* st;
       ~Writer() { st->set_timing_alone_s(Since(started)); }
     } writer{started, result_.mutable_stages()};
-    client_->KillAndReap();
+    client_->KillWithoutWaiting();  // reaped below with the rest: a child of this process
     if (!KillChildren(kAloneWaitS)) {
       return Verdict{v1::VERDICT_REJECTED,
-                     "processes the candidate started were still alive " + FormatMs(kAloneWaitS) +
+                     "processes of the candidate were still alive " + FormatMs(kAloneWaitS) +
                          " s after its timing, through repeated SIGKILLs: the reference cannot "
                          "be timed without them",
                      "stray_processes"};
     }
+    client_->EndAuditChannel();
     for (TimedPhase* phase : {call, device}) {
       if (phase == nullptr) continue;
       const bool on_device = phase == device;
+      // The time cap is looked at from the third sample on (TimeInterleaved), after a warm-up.
+      const double reference_ms = phase->out.reference.median_ms();
+      if ((1 + 3) * reference_ms / 1000 > AloneCapS()) {
+        phase->out.clock_note += std::string(phase->out.clock_note.empty() ? "" : "; ") +
+                                 "the reference not timed alone (" + FormatMs(reference_ms) +
+                                 " ms a call is too slow for its share of the budget)";
+        continue;
+      }
       TimedPhase alone;
       if (on_device) {
         std::string why_not;
@@ -973,14 +991,20 @@ class Evaluation {
         result_.set_reference_alone_call_ms(alone_ms);
       }
       const v1::TimingStats& beside = phase->out.reference;
-      if (!(alone_ms < beside.median_ci_low_ms())) continue;
+      if (alone.out.reference.n() < kAloneMinSamples ||
+          !(alone.out.reference.median_ci_high_ms() < beside.median_ci_low_ms())) {
+        continue;
+      }
       phase->out.clock_note +=
           std::string(phase->out.clock_note.empty() ? "" : "; ") +
           "the reference alone: " + FormatMs(beside.median_ms()) +
           " ms beside the candidate (interval " + FormatMs(beside.median_ci_low_ms()) + "-" +
           FormatMs(beside.median_ci_high_ms()) + " ms), " + FormatMs(alone_ms) +
-          " ms alone after its processes ended (" + std::to_string(alone.out.reference.n()) +
-          " samples), which are used";
+          " ms alone after its processes ended (interval " +
+          FormatMs(alone.out.reference.median_ci_low_ms()) + "-" +
+          FormatMs(alone.out.reference.median_ci_high_ms()) + " ms, " +
+          std::to_string(alone.out.reference.n()) +
+          " samples), whose samples are the reference's in place of those beside it";
       phase->out.reference = alone.out.reference;
       phase->out.ref = alone.out.ref;
       phase->out.shared_reference_ms.clear();
@@ -1283,8 +1307,9 @@ class Evaluation {
       o.short_min_samples = kSamplesPerPlacement * placements;
       o.short_below_ms = kPlacementShortMs;
     }
-    // Each placement's first call, the first to touch its memory, is a warm-up.
-    o.warmup = std::max(o.warmup, placements);
+    // Each placement's first call, the first to touch its memory, is a warm-up. The reference
+    // alone is warm already: one.
+    o.warmup = alone ? 1 : std::max(o.warmup, placements);
     // The call clock's samples carry the host's and the signalling's noise: its stop rule asks
     // for a 1% standard error (a speedup interval of about +-3%), the device clock's for 0.5%.
     o.max_rel_stderr = req_.max_rel_stderr() > 0 ? req_.max_rel_stderr()
@@ -1300,9 +1325,8 @@ class Evaluation {
       // The call clock subtracts at most the calibrated hop from the candidate's samples.
       if (!device) o.slow_offset_ms = call_overhead_ms_;
     }
-    // Each clock has half of the timing budget.
-    o.time_cap_s = (target_.cuda ? ctx_.timing_budget_s / 2 : ctx_.timing_budget_s) *
-                   (alone ? kAloneBudgetShare : 1);
+    // Each clock has half of the timing budget on a GPU, less the reference alone's share.
+    o.time_cap_s = alone ? AloneCapS() : ClockBudgetS() * (1 - kAloneBudgetShare);
     // A shared reference (reference_share.h): timed in a secret one of kShareEvery sampled
     // iterations, its outputs computed (untimed) in every other one, so every iteration's
     // outputs are still checked.

@@ -71,13 +71,13 @@ def bounds(ref_ms, s, rel, rule):
 
 
 def write_rows(path):
-    # 1_1, an older result (no stored per-clock interval), 0.2 ms: one repeat just inside the
-    # rule's interval and one just outside, on each clock.
-    clo, chi = bounds(0.2, 2.0, 0.01, CALL)
-    dlo, dhi = bounds(0.2, 2.0, 0.0005, DEVICE)
-    a = row("1_1", evaluation((0.2, 2.0, 0.01), (0.2, 2.0, 0.0005)),
-            [evaluation((0.2, clo * 1.01, 0.01), (0.2, dlo * 1.001, 0.0005)),
-             evaluation((0.2, chi * 1.01, 0.01), (0.2, dhi * 1.001, 0.0005))])
+    # 1_1, an older result (no stored per-clock interval), 0.4 ms: one repeat just inside the
+    # rule's interval and one just outside, on each clock (tau below max_sd).
+    clo, chi = bounds(0.4, 2.0, 0.01, CALL)
+    dlo, dhi = bounds(0.4, 2.0, 0.0005, DEVICE)
+    a = row("1_1", evaluation((0.4, 2.0, 0.01), (0.4, 2.0, 0.0005)),
+            [evaluation((0.4, clo * 1.01, 0.01), (0.4, dlo * 1.001, 0.0005)),
+             evaluation((0.4, chi * 1.01, 0.01), (0.4, dhi * 1.001, 0.0005))])
     # 1_2, a result with its own intervals, 2 ms: they, not the rule's, judge the repeats.
     rlo, rhi = bounds(2.0, 1.0, 0.005, CALL)
     assert rhi < 1.25 < 1.3  # 1.25: inside the stored interval, outside the rule's

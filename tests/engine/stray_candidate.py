@@ -16,13 +16,16 @@ import torch.nn as nn
 
 
 def leave_a_stray():
+    started, said = os.pipe()
     if os.fork() != 0:
+        os.read(started, 1)  # the stray has printed: the evaluation may end now
         return
     try:
         os.setpgid(0, 0)
         with open("/proc/self/comm", "w") as f:
             f.write("kf-stray")
         print("STRAY started", flush=True)
+        os.write(said, b"s")
         time.sleep(120)
     finally:
         os._exit(0)
