@@ -46,6 +46,10 @@ std::unique_ptr<CandidateClient> CandidateClient::Start(std::string* error) {
   if (pid == 0) {
     close(sv[0]);
     close(taint[0]);
+    // A session of its own, so an autogroup of its own: any process of a session may nice the
+    // session's autogroup (/proc/self/autogroup), which would slow the judge's reference, alone
+    // too. It stays this process's child (and subreaper's orphans): ended all the same.
+    setsid();
     RunCandidateProcess(sv[1], taint[1]);
   }
   close(sv[1]);

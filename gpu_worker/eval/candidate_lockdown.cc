@@ -70,7 +70,10 @@ std::vector<sock_filter> Filter(uint32_t self) {
   OnlySelf(&f, SYS_tgkill, self);
   // Nothing of the candidate's may change how the judge is scheduled, or its limits or memory:
   // the same uid may, and a judge pinned to one CPU or niced times the reference slower, alone
-  // too (docs/evaluation.md, "The reference alone"; tests/engine/exploits/slows_the_judge.py).
+  // too (docs/evaluation.md, "The reference alone"; tests/engine/slows_the_judge.py). So these
+  // calls name pid 0 or this process only: the candidate's other threads cannot be named
+  // either (a thread id is not told apart from the judge's here), which honest code rarely
+  // needs (kforge-eval keeps OpenMP's pinning off).
   for (uint32_t nr : {SYS_sched_setaffinity, SYS_sched_setscheduler, SYS_sched_setparam,
                       SYS_sched_setattr, SYS_prlimit64, SYS_migrate_pages, SYS_move_pages}) {
     SelfOrZero(&f, nr, 0, -1, 0, self);

@@ -299,7 +299,7 @@ class Evaluation {
       result_.mutable_stages()->set_correctness_s(Since(t));
       if (v) return v;
       Enter(Stage::kTiming);
-      t = Clock::now();
+      t = timing_started_ = Clock::now();
       v = Timing(dialect);
       result_.mutable_stages()->set_timing_s(Since(t));
       return v;
@@ -936,6 +936,24 @@ class Evaluation {
     uint32_t ref_unqueued = 0, cand_unqueued = 0;
   };
 
+  // A run of the reference alone (TimePhase): the pre-roll to start from and the time cap.
+  struct AloneRun {
+    double preroll_ms = 0;
+    double cap_s = 0;
+  };
+
+  // One call of the reference on fresh inputs, from its start to the device drained, seconds.
+  double ReferenceCallS() {
+    TimedInputs in = MakeTimedInputs(DeriveSeed(seed_, 80000), 0, false);
+    const auto t = Clock::now();
+    {
+      at::NoGradGuard g;
+      py::object out = ref_model_(*in.ref);
+    }
+    Synchronize();
+    return Since(t);
+  }
+
   // The reference alone (docs/evaluation.md, "The reference alone"). While the judge times the
   // reference, nothing stops the candidate's processes from keeping the machine busy (CPUs
   // burnt, GPU work of their own) and pausing inside their own calls: the reference reads
@@ -954,6 +972,8 @@ class Evaluation {
       v1::StageDurations* st;
       ~Writer() { st->set_timing_alone_s(Since(started)); }
     } writer{started, result_.mutable_stages()};
+    std::string native;
+    client_->NativeCode(&native);   // a channel closed before the kill is the candidate's doing
     client_->KillWithoutWaiting();  // reaped below with the rest: a child of this process
     if (!KillChildren(kAloneWaitS)) {
       return Verdict{v1::VERDICT_REJECTED,
@@ -963,15 +983,21 @@ class Evaluation {
                      "stray_processes"};
     }
     client_->EndAuditChannel();
+    // One call of the reference by itself (nothing of the candidate's can lengthen it): how
+    // long the alone samples will take.
+    const double call_s = ReferenceCallS();
     for (TimedPhase* phase : {call, device}) {
       if (phase == nullptr) continue;
       const bool on_device = phase == device;
-      // The time cap is looked at from the third sample on (TimeInterleaved), after a warm-up.
-      const double reference_ms = phase->out.reference.median_ms();
-      if ((1 + 3) * reference_ms / 1000 > AloneCapS()) {
+      // A warm-up and kAloneMinSamples samples, each with its pre-roll, and one of slack: in the
+      // clock's share, or longer while it fits in half of what is left of the stage.
+      const double sample_s = call_s + phase->preroll_ms / 1000 + 0.001;
+      const AloneRun run{phase->preroll_ms,
+                         std::max(AloneCapS(), (kAloneMinSamples + 2) * sample_s)};
+      if (run.cap_s > 0.5 * (ctx_.timing_limit_s - Since(timing_started_))) {
         phase->out.clock_note += std::string(phase->out.clock_note.empty() ? "" : "; ") +
-                                 "the reference not timed alone (" + FormatMs(reference_ms) +
-                                 " ms a call is too slow for its share of the budget)";
+                                 "the reference not timed alone (" + FormatMs(call_s * 1000) +
+                                 " ms a call alone, too slow for what is left of the stage)";
         continue;
       }
       TimedPhase alone;
@@ -981,7 +1007,7 @@ class Evaluation {
             DeviceClock::Start(target_.index, result_.system().l2_cache_bytes(), &why_not);
         if (!judge_clock_) continue;
       }
-      if (auto v = TimePhase(dialect, on_device, &alone, true, phase->preroll_ms)) return v;
+      if (auto v = TimePhase(dialect, on_device, &alone, &run)) return v;
       judge_clock_.reset();
       const double alone_ms = alone.out.reference.median_ms();
       if (!alone.note.empty() || !(alone_ms > 0)) continue;
@@ -1016,12 +1042,13 @@ class Evaluation {
     return std::nullopt;
   }
 
-  // `alone`: the reference by itself, once the candidate's processes are gone (ReferenceAlone):
-  // no candidate calls and no checks, its own seeds, no shared samples, one placement,
-  // kAloneMinSamples in a share of the clock's budget, the device clock's pre-roll starting at
-  // `alone_preroll_ms` (where the phase beside the candidate ended); its time is timing_alone_s.
+  // `alone_run`: the reference by itself, once the candidate's processes are gone
+  // (ReferenceAlone): no candidate calls and no checks, its own seeds, no shared samples, one
+  // placement, one warm-up, at least kAloneMinSamples within the run's cap, the device clock's
+  // pre-roll starting where the phase beside the candidate ended; its time is timing_alone_s.
   std::optional<Verdict> TimePhase(v1::Dialect dialect, bool device, TimedPhase* phase,
-                                   bool alone = false, double alone_preroll_ms = 0) {
+                                   const AloneRun* alone_run = nullptr) {
+    const bool alone = alone_run != nullptr;
     // Fresh inputs for every iteration, so that no call sees inputs an earlier call saw: an
     // output memoised by input pointer or content cannot be replayed. Where get_inputs() is
     // too slow for that (decided in LoadTask), up to kTimingInputSets sets rotate
@@ -1093,9 +1120,9 @@ class Evaluation {
     // host launching after it ended puts launch gaps into the span); such late samples are
     // left out while it can still grow. EvalRequest.timing_preroll_ms, when set, is where it
     // starts.
-    PrerollGovernor preroll(alone && alone_preroll_ms > 0  ? alone_preroll_ms
-                            : req_.timing_preroll_ms() > 0 ? req_.timing_preroll_ms()
-                                                           : kDevicePrerollMs,
+    PrerollGovernor preroll(alone && alone_run->preroll_ms > 0 ? alone_run->preroll_ms
+                            : req_.timing_preroll_ms() > 0     ? req_.timing_preroll_ms()
+                                                               : kDevicePrerollMs,
                             kMaxDevicePrerollMs, kLateHostToleranceMs);
     double late = 0;
     double reported = std::nan("");
@@ -1295,10 +1322,10 @@ class Evaluation {
     o.cuda = target_.cuda;
     o.device = target_.index;
     o.l2_bytes = result_.system().l2_cache_bytes();
-    if (req_.min_samples()) {
+    if (alone) {
+      o.min_samples = std::max(kAloneMinSamples, req_.min_samples());
+    } else if (req_.min_samples()) {
       o.min_samples = req_.min_samples();
-    } else if (alone) {
-      o.min_samples = kAloneMinSamples;
     } else if (device && placements > 1) {
       // Every placement of a short program sampled several times before the stop rule may end
       // the sampling: with 20 samples over 8 placements (2-3 each) the median still moved 3-7%
@@ -1326,7 +1353,7 @@ class Evaluation {
       if (!device) o.slow_offset_ms = call_overhead_ms_;
     }
     // Each clock has half of the timing budget on a GPU, less the reference alone's share.
-    o.time_cap_s = alone ? AloneCapS() : ClockBudgetS() * (1 - kAloneBudgetShare);
+    o.time_cap_s = alone ? alone_run->cap_s : ClockBudgetS() * (1 - kAloneBudgetShare);
     // A shared reference (reference_share.h): timed in a secret one of kShareEvery sampled
     // iterations, its outputs computed (untimed) in every other one, so every iteration's
     // outputs are still checked.
@@ -1465,6 +1492,7 @@ class Evaluation {
   std::unique_ptr<CandidateClient> client_;  // the candidate process
   CallProfile ref_profile_;  // KFORGE_CALL_PROFILE only: the reference's call-clock samples
   std::unique_ptr<DeviceClock> judge_clock_;  // the reference's device clock
+  Clock::time_point timing_started_;          // the timing stage's start
   CandidateFiles files_;                     // the candidate's cache namespace
   std::string arch_;
   bool strict_ = true;               // policy strict: the static rules apply

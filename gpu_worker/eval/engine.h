@@ -21,6 +21,7 @@ struct EngineContext {
   std::string cache_dir;  // NVRTC cubins and load_inline builds, keyed by content hash
   std::chrono::steady_clock::time_point process_start;
   double timing_budget_s = 40;  // stop sampling after this long
+  double timing_limit_s = 60;   // the timing stage's limit (the supervisor's)
 };
 
 v1::EvalResult Evaluate(const v1::EvalRequest& request, const EngineContext& context,

@@ -79,6 +79,16 @@ bool WriteFile(const std::string& path, const std::string& data) {
 int main(int argc, char** argv) {
   using namespace kforge;
   auto process_start = std::chrono::steady_clock::now();
+  // Before torch loads OpenMP (which reads these once): its threads, in the judge and in the
+  // candidate process, sleep as soon as a parallel region ends instead of spinning for a while
+  // (a spinning idle thread of one process slows the other's samples: in CPU mode the
+  // reference read 9-12% faster alone than beside an honest candidate), and none is pinned
+  // (the candidate process may not set the affinity of threads but its first: its seccomp
+  // filter; docs/evaluation.md, "The reference alone").
+  setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+  for (const char* pin : {"OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY", "KMP_AFFINITY"}) {
+    unsetenv(pin);
+  }
   std::map<std::string, std::string> flags;
   bool build_only = false, keep_samples = false;  // the flags without a value
   for (int i = 1; i < argc; ++i) {

@@ -129,6 +129,7 @@ v1::EvalResult EvaluateSupervised(const v1::EvalRequest& request, EngineContext 
   SupervisorLimits limits = LimitsFor(request);
   // Sampling stops well inside the stage limit, leaving time for the post-timing check.
   context.timing_budget_s = std::max(1.0, 0.6 * limits.timing_s);
+  context.timing_limit_s = limits.timing_s;
   v1::EvalResult result = RunSupervised(
       limits, [&](StageReporter& r) { return Evaluate(request, context, r); }, in_dir, turns);
   if (ProcessesOutlivedTheirKill()) {

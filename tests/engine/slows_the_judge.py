@@ -5,8 +5,10 @@ too (docs/evaluation.md, "The reference alone"; session 27's review): every thre
 pinned to one CPU, niced to 19, its I/O priority lowered, its CPU limit cut, its process group's
 and its user's priority lowered. A process of the same uid may do all of it unless the seccomp
 filter of the candidate process refuses. It prints how many of its attempts took effect
-(KFORGE_JUDGE_CHANGED=N) and does the task's product twice (honestly about half as fast as the
-reference). judge_scheduling_test.py runs it as nobody."""
+(KFORGE_JUDGE_CHANGED=N), then nices its session's autogroup (KFORGE_AUTOGROUP_SET=1 where
+that took; the candidate process has a session of its own, not the judge's), and does the
+task's product twice (honestly about half as fast as the reference). judge_scheduling_test.py
+runs it as nobody."""
 import ctypes
 import os
 import resource
@@ -53,11 +55,23 @@ def _attempts():
     return done
 
 
+def _autogroup():
+    """Nices its session's autogroup (setsid is refused it): 1 if it took."""
+    try:
+        with open("/proc/self/autogroup", "w") as f:
+            f.write("19")
+        with open("/proc/self/autogroup") as f:
+            return int(f.read().split()[-1] == "19")
+    except (OSError, ValueError):
+        return 0
+
+
 class ModelNew(nn.Module):
     def __init__(self, n: int):
         super().__init__()
         self.w = nn.Parameter(torch.randn(n, n) / n ** 0.5)
         print(f"KFORGE_JUDGE_CHANGED={_attempts()}", flush=True)
+        print(f"KFORGE_AUTOGROUP_SET={_autogroup()}", flush=True)
 
     def forward(self, x):
         y = x @ self.w
