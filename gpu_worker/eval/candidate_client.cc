@@ -61,21 +61,24 @@ std::unique_ptr<CandidateClient> CandidateClient::Start(std::string* error) {
   return std::unique_ptr<CandidateClient>(new CandidateClient(pid, sv[0], taint[0]));
 }
 
-bool CandidateClient::NativeCode(std::string* detail) {
-  if (!native_code_ && taint_fd_ >= 0) {
-    char buf[512];
-    ssize_t n = read(taint_fd_, buf, sizeof buf);
-    if (n > 0) {
-      native_code_ = true;
-      native_detail_ = PrintableUtf8(std::string_view(buf, static_cast<size_t>(n)));
-    } else if (n == 0) {  // every write end closed: the process replaced it, or ended
-      native_code_ = true;
-      native_detail_ = "the candidate process closed its audit channel";
-    } else if (errno != EAGAIN && errno != EWOULDBLOCK) {
-      native_code_ = true;
-      native_detail_ = std::string("the audit channel failed: ") + std::strerror(errno);
-    }
+void CandidateClient::ReadAuditChannel(bool end_is_native) {
+  if (native_code_ || taint_fd_ < 0) return;
+  char buf[512];
+  ssize_t n = read(taint_fd_, buf, sizeof buf);
+  if (n > 0) {
+    native_code_ = true;
+    native_detail_ = PrintableUtf8(std::string_view(buf, static_cast<size_t>(n)));
+  } else if (n == 0 && end_is_native) {  // every write end closed: replaced, or ended
+    native_code_ = true;
+    native_detail_ = "the candidate process closed its audit channel";
+  } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+    native_code_ = true;
+    native_detail_ = std::string("the audit channel failed: ") + std::strerror(errno);
   }
+}
+
+bool CandidateClient::NativeCode(std::string* detail) {
+  ReadAuditChannel(true);
   if (native_code_) *detail = native_detail_;
   return native_code_;
 }
@@ -101,16 +104,8 @@ void CandidateClient::KillWithoutWaiting() {
 }
 
 void CandidateClient::EndAuditChannel() {
-  if (taint_fd_ < 0) return;
-  if (!native_code_) {  // bytes still there are the hook's finding; the end of file is ours
-    char buf[512];
-    ssize_t n = read(taint_fd_, buf, sizeof buf);
-    if (n > 0) {
-      native_code_ = true;
-      native_detail_ = PrintableUtf8(std::string_view(buf, static_cast<size_t>(n)));
-    }
-  }
-  close(taint_fd_);
+  ReadAuditChannel(false);  // bytes still there are the hook's finding; the end is ours
+  if (taint_fd_ >= 0) close(taint_fd_);
   taint_fd_ = -1;
 }
 

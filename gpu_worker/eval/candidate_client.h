@@ -90,6 +90,9 @@ class CandidateClient {
   void EndAuditChannel();
 
  private:
+  // One read of the audit channel (audit_hook.h): bytes there are native code, and so is its
+  // end where `end_is_native` (not once every process of the candidate was ended here).
+  void ReadAuditChannel(bool end_is_native);
   CandidateClient(pid_t pid, int fd, int taint_fd)
       : pid_(pid), taint_fd_(taint_fd), channel_(fd, kMaxFrame) {}
   static constexpr size_t kMaxFrame = 1 << 20;  // answers are small; larger ones are refused

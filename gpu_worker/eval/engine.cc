@@ -114,6 +114,11 @@ void KeepSamples(const ProgramSamples& p, TimingClock clock, int sets, v1::Timin
 
 double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+// Adds `part` to a note, after "; " where it already says something.
+void AddNote(std::string* note, const std::string& part) {
+  *note += (note->empty() ? "" : "; ") + part;
+}
+
 uint64_t SecretSeed(uint64_t requested) {
   if (requested != 0) return requested;
   std::random_device rd;
@@ -801,7 +806,7 @@ class Evaluation {
                                     native + ")");
     } else {
       std::string why_not;
-      judge_clock_ = DeviceClock::Start(target_.index, result_.system().l2_cache_bytes(), &why_not);
+      judge_clock_ = StartJudgeClock(&why_not);
       if (!judge_clock_) {
         result_.set_device_clock_note("not measured: the device clock cannot run here (" +
                                       why_not + ")");
@@ -890,13 +895,16 @@ class Evaluation {
       }
     }
     if (device && !device->out.clock_note.empty()) {
-      result_.set_timing_clock_note(result_.timing_clock_note() +
-                                    (result_.timing_clock_note().empty() ? "" : "; ") +
-                                    "device clock: " + device->out.clock_note);
+      AddNote(result_.mutable_timing_clock_note(), "device clock: " + device->out.clock_note);
     }
     result_.set_speedup_ci_low(chosen.low);
     result_.set_speedup_ci_high(chosen.high);
     return std::nullopt;
+  }
+
+  // The reference's device clock (null, saying why, where it cannot run here).
+  std::unique_ptr<DeviceClock> StartJudgeClock(std::string* why_not) {
+    return DeviceClock::Start(target_.index, result_.system().l2_cache_bytes(), why_not);
   }
 
   // Each clock's timing budget (on a GPU half of it each), of which the reference alone gets
@@ -995,16 +1003,15 @@ class Evaluation {
       const AloneRun run{phase->preroll_ms,
                          std::max(AloneCapS(), (kAloneMinSamples + 2) * sample_s)};
       if (run.cap_s > 0.5 * (ctx_.timing_limit_s - Since(timing_started_))) {
-        phase->out.clock_note += std::string(phase->out.clock_note.empty() ? "" : "; ") +
-                                 "the reference not timed alone (" + FormatMs(call_s * 1000) +
-                                 " ms a call alone, too slow for what is left of the stage)";
+        AddNote(&phase->out.clock_note,
+                "the reference not timed alone (" + FormatMs(call_s * 1000) +
+                    " ms a call alone, too slow for what is left of the stage)");
         continue;
       }
       TimedPhase alone;
       if (on_device) {
         std::string why_not;
-        judge_clock_ =
-            DeviceClock::Start(target_.index, result_.system().l2_cache_bytes(), &why_not);
+        judge_clock_ = StartJudgeClock(&why_not);
         if (!judge_clock_) continue;
       }
       if (auto v = TimePhase(dialect, on_device, &alone, &run)) return v;
@@ -1021,16 +1028,15 @@ class Evaluation {
           !(alone.out.reference.median_ci_high_ms() < beside.median_ci_low_ms())) {
         continue;
       }
-      phase->out.clock_note +=
-          std::string(phase->out.clock_note.empty() ? "" : "; ") +
-          "the reference alone: " + FormatMs(beside.median_ms()) +
-          " ms beside the candidate (interval " + FormatMs(beside.median_ci_low_ms()) + "-" +
-          FormatMs(beside.median_ci_high_ms()) + " ms), " + FormatMs(alone_ms) +
-          " ms alone after its processes ended (interval " +
-          FormatMs(alone.out.reference.median_ci_low_ms()) + "-" +
-          FormatMs(alone.out.reference.median_ci_high_ms()) + " ms, " +
-          std::to_string(alone.out.reference.n()) +
-          " samples), whose samples are the reference's in place of those beside it";
+      AddNote(&phase->out.clock_note,
+              "the reference alone: " + FormatMs(beside.median_ms()) +
+                  " ms beside the candidate (interval " + FormatMs(beside.median_ci_low_ms()) +
+                  "-" + FormatMs(beside.median_ci_high_ms()) + " ms), " + FormatMs(alone_ms) +
+                  " ms alone after its processes ended (interval " +
+                  FormatMs(alone.out.reference.median_ci_low_ms()) + "-" +
+                  FormatMs(alone.out.reference.median_ci_high_ms()) + " ms, " +
+                  std::to_string(alone.out.reference.n()) +
+                  " samples), whose samples are the reference's in place of those beside it");
       phase->out.reference = alone.out.reference;
       phase->out.ref = alone.out.ref;
       phase->out.shared_reference_ms.clear();
@@ -1405,16 +1411,14 @@ class Evaluation {
                    " new ones";
     }
     if (!share_note.empty()) {
-      phase->out.clock_note += (phase->out.clock_note.empty() ? "" : "; ") + share_note;
+      AddNote(&phase->out.clock_note, share_note);
     }
     if (phase->out.slow) {
-      phase->out.clock_note += std::string(phase->out.clock_note.empty() ? "" : "; ") +
-                               "slow: every reference sample was shorter than " +
-                               FormatMs(kSlowBelow) + " of every candidate sample after " +
-                               std::to_string(phase->out.cand.ms.size()) +
-                               " pairs; sampling stopped there, not converged (the speedup is "
-                               "below " +
-                               FormatMs(kSlowBelow) + " whatever more samples would say)";
+      AddNote(&phase->out.clock_note,
+              "slow: every reference sample was shorter than " + FormatMs(kSlowBelow) +
+                  " of every candidate sample after " + std::to_string(phase->out.cand.ms.size()) +
+                  " pairs; sampling stopped there, not converged (the speedup is below " +
+                  FormatMs(kSlowBelow) + " whatever more samples would say)");
     }
     if (!device) {
       for (double ms : phase->out.ref.ms) parts.reference += ms / 1000;
@@ -1426,12 +1430,11 @@ class Evaluation {
       // (and no more than its fastest call left beside its own time: CallHopMs).
       const double hop = CallHopMs(call_overhead_ms_, phase->out.cand.ms, phase->claims);
       if (hop < call_overhead_ms_) {
-        phase->out.clock_note += std::string(phase->out.clock_note.empty() ? "" : "; ") +
-                                 "call clock: " + FormatMs(hop) +
-                                 " ms subtracted for the hop, not the calibration's " +
-                                 FormatMs(call_overhead_ms_) +
-                                 " ms (more than the candidate's fastest call left beside its "
-                                 "own time)";
+        AddNote(&phase->out.clock_note,
+                "call clock: " + FormatMs(hop) +
+                    " ms subtracted for the hop, not the calibration's " +
+                    FormatMs(call_overhead_ms_) +
+                    " ms (more than the candidate's fastest call left beside its own time)");
       }
       for (double& ms : phase->out.cand.ms) ms = std::max(ms - hop, kMinCallMs);
       const v1::TimingStats raw = phase->out.candidate;
@@ -1452,29 +1455,32 @@ class Evaluation {
       } else {
         std::string& note = phase->out.clock_note;
         if (phase->ref_unqueued + phase->cand_unqueued > 0) {
-          note += (note.empty() ? "" : "; ") + std::to_string(phase->ref_unqueued) + " of the " +
-                  "reference's and " + std::to_string(phase->cand_unqueued) +
+          AddNote(
+              &note,
+              std::to_string(phase->ref_unqueued) + " of the " + "reference's and " +
+                  std::to_string(phase->cand_unqueued) +
                   " of the candidate's samples timed by their span (not queued whole behind the "
-                  "pre-roll: launched late, work beside the pre-roll, or an unlaunched activity)";
+                  "pre-roll: launched late, work beside the pre-roll, or an unlaunched activity)");
         }
         if (preroll.dropped() > 0) {
-          note += (note.empty() ? "" : "; ") + std::to_string(preroll.dropped()) +
-                  " late samples left out (the host still launched after the pre-roll ended; "
-                  "the pre-roll grew to " +
-                  FormatMs(preroll.preroll_ms()) + " ms)";
+          AddNote(&note, std::to_string(preroll.dropped()) +
+                             " late samples left out (the host still launched after the pre-roll "
+                             "ended; the pre-roll grew to " +
+                             FormatMs(preroll.preroll_ms()) + " ms)");
         }
         if (phase->out.settled) {
-          note += (note.empty() ? "" : "; ") + std::string("host-bound: the host still launched ") +
-                  "after the " + FormatMs(preroll.preroll_ms()) + " ms pre-roll in " +
-                  std::to_string(preroll.late_at_max()) + " of " +
-                  std::to_string(preroll.at_max()) +
-                  " iterations under it, so the spans hold its launch gaps; sampling stopped "
-                  "there, not converged (the call clock times such a program as it runs)";
+          AddNote(&note,
+                  std::string("host-bound: the host still launched ") + "after the " +
+                      FormatMs(preroll.preroll_ms()) + " ms pre-roll in " +
+                      std::to_string(preroll.late_at_max()) + " of " +
+                      std::to_string(preroll.at_max()) +
+                      " iterations under it, so the spans hold its launch gaps; sampling stopped "
+                      "there, not converged (the call clock times such a program as it runs)");
         }
         if (preroll.late_kept_ms() > 0.05) {
-          note += (note.empty() ? "" : "; ") + std::string("the host still launched ") +
-                  FormatMs(preroll.late_kept_ms()) +
-                  " ms after the longest pre-roll ended in a sample";
+          AddNote(&note, std::string("the host still launched ") +
+                             FormatMs(preroll.late_kept_ms()) +
+                             " ms after the longest pre-roll ended in a sample");
         }
       }
     }
