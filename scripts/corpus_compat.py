@@ -394,6 +394,10 @@ TWO_CLOCK_SCALARS = ("speedup_device", "speedup_call", "speedup_clock", "speedup
 TWO_CLOCK_PAIRS = ("reference_device", "candidate_device", "reference_call", "candidate_call")
 PAIR_KEYS = ("median_ms", "mean_ms", "min_ms", "std_ms", "n", "median_ci_low_ms",
              "median_ci_high_ms", "capped", "settled", "event_fallbacks")
+# With --keep-samples: each clock's samples (TimingStats fields 7-14), for analyses of the
+# statistic offline (the device clock's ticks, placements; docs/decisions.md, "Session 28").
+SAMPLE_KEYS = ("samples_ms", "tail_samples_ms", "input_sets", "event_samples_ms",
+               "pre_samples_ms", "lat_samples_ms", "span_samples_ms", "host_samples_ms")
 
 
 def two_clocks(r):
@@ -405,7 +409,8 @@ def two_clocks(r):
     for pair in TWO_CLOCK_PAIRS:
         s = pick(r, pair)
         if isinstance(s, dict):
-            out[pair] = {k: pick(s, k) for k in PAIR_KEYS if pick(s, k) is not None}
+            out[pair] = {k: pick(s, k) for k in PAIR_KEYS + SAMPLE_KEYS
+                         if pick(s, k) is not None}
     return out
 
 
@@ -442,7 +447,8 @@ def kforge_timed(run, state, c):
     candidate process; the server keeps no timing or outputs between requests."""
     if state.get("server") is None or state["server"].proc.poll() is not None:
         state["server"] = start_server(run, build_ahead=False)
-    r, wall = kforge_request(run, state["server"], c, device=run.args.device)
+    r, wall = kforge_request(run, state["server"], c, device=run.args.device,
+                             keep_samples=run.args.keep_samples)
     if run.args.gpu_turns:  # 0 where the turn was never given
         state["gpu_turn_s"] = (r.get("stages") or {}).get("gpu_turn_s", 0)
     return r, wall
@@ -1326,6 +1332,9 @@ def parse_args(argv):
                         "file, each evaluation holding the GPU from its calibration to its end, "
                         "and a KB turn holds it too; lanes then overlap only in start-up and "
                         "CUDA contexts, so their timings are results")
+    p.add_argument("--keep-samples", action="store_true",
+                   help="ask kforge for every timing sample and keep them in the rows' "
+                        "per-clock fields (reference_device, candidate_call, ...)")
     p.add_argument("--repeats", type=int, default=1,
                    help="evaluations of each candidate kforge judged ok in the first pass, "
                         "the first included (the N-1 more are interleaved across candidates)")

@@ -37,7 +37,12 @@ def write_script(path):
 class ModelNew(nn.Module):
     def __init__(self):
         super().__init__()
-        print("VIEW tmp-listing", sorted(os.listdir("/tmp")), flush=True)
+        # What /tmp shows of the planted directories, and how many entries it has: not the whole
+        # listing, which without the view is the host's (hundreds of entries on a machine that
+        # has run the tests) and filled the 16 KiB the output log keeps, cutting the lines below.
+        names = os.listdir("/tmp")
+        print("VIEW tmp-listing", len(names), "entries, planted:",
+              sorted(n for n in names if n.startswith("kforge-view-planted")), flush=True)
         attempt("other-scratch", lambda: os.listdir("@OTHER_SCRATCH@"))
         attempt("host-tmp-file", lambda: open("@PLANTED@").read())
         attempt("checkout-file", lambda: open("@README@").read())

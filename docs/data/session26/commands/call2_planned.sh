@@ -10,7 +10,7 @@ t0=$(date +%s)
 ONLY=1_1,1_8,1_12,1_16,1_17,1_18,1_34,1_39,1_40,1_42,1_44,1_45,1_46,1_61,1_69,1_71,1_86,1_92,1_100,2_1,2_7,2_12,2_14,2_22,2_25,2_30,2_36,2_39,2_56,2_82,2_83,2_86
 S=/tmp/suite-out; mkdir -p $S
 OUT=$S CASES_ARGS="--serve --only ${CASES_ONLY:-sleepy,correct}" \
-  COMPAT_ARGS="--policy runtime --builds no --only $ONLY --kforge-builders 4 --kb-builders 4 --min-turn-s 2 --work-dir /tmp/kf-py --repeats 3 --kforge-lanes 2 --gpu-turns" \
+  COMPAT_ARGS="--policy runtime --builds no --only $ONLY --kforge-builders 4 --kb-builders 4 --min-turn-s 2 --work-dir /tmp/kf-py --repeats 3 --kforge-lanes 2 --gpu-turns ${EXTRA_COMPAT_ARGS:-}" \
   COMPAT_BUDGET_S=430 CHECK_BUDGET_S=570 timeout 590 bash scripts/gpu_suite.sh cases,compat,check > $S/suite.out 2>&1
 echo "suite rc=$? in $(( $(date +%s) - t0 )) s" | tee -a $S/suite.out
 cp $S/suite.out $S/compat_run.json $S/compat_table.txt $OUT/ 2>/dev/null
