@@ -18,6 +18,7 @@
 #include "common/service.h"
 #include "gpu_worker/eval_view.h"
 #include "gpu_worker/gpu_facts.h"
+#include "gpu_worker/sandbox.h"
 #include "gpu_worker/sandbox_evaluator.h"
 #include "gpu_worker/worker.h"
 
@@ -157,6 +158,11 @@ int Run() {
   if (options.lanes_per_gpu < 1 || options.gpu_wait_s < 0) {
     LogError("--lanes_per_gpu must be at least 1 and --gpu_wait_s not negative");
     return 1;
+  }
+  // Scratch directories of a worker killed before it could remove them (sandbox.h).
+  if (int swept = SweepStaleScratch(options.scratch_root); swept > 0) {
+    LogInfo("removed dead sandboxes' scratch directories",
+            {{"count", std::to_string(swept)}, {"root", options.scratch_root}});
   }
   const int devices = slots > 0 ? slots : (options.cpu_mode ? 1 : gpus.count);
   f.set_slots(static_cast<uint32_t>(devices * options.lanes_per_gpu));

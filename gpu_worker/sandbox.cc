@@ -10,6 +10,7 @@
 #include <sched.h>
 #include <seccomp.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -23,6 +24,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <mutex>
 #include <utility>
 
@@ -441,6 +443,14 @@ bool Sandboxed::Start(std::vector<std::string> argv, std::vector<std::string> ex
     return false;
   }
   scratch_dir_ = dir;
+  // Held until the directory is removed, so that no worker's sweep takes it for a dead one's.
+  scratch_lock_ = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (scratch_lock_ < 0 || flock(scratch_lock_, LOCK_EX | LOCK_NB) != 0) {
+    result_.error =
+        "sandbox: cannot lock the scratch directory " + dir + ": " + std::strerror(errno);
+    RemoveScratch();
+    return false;
+  }
   if (plan->drop_privileges && chown(dir.c_str(), plan->uid, plan->gid) != 0) {
     result_.error = "sandbox: chown " + dir + ": " + std::strerror(errno);
     RemoveScratch();
@@ -505,6 +515,42 @@ void Sandboxed::RemoveScratch() {
     LogWarning("sandbox scratch directory not fully removed", {{"path", scratch_dir_}});
   }
   scratch_dir_.clear();
+  if (scratch_lock_ >= 0) close(scratch_lock_);
+  scratch_lock_ = -1;
+}
+
+int SweepStaleScratch(const std::string& root, double min_age_s) {
+  static constexpr char kPrefix[] = "kforge-sandbox-";
+  static constexpr size_t kSuffix = 6;  // mkdtemp's XXXXXX
+  DIR* d = opendir(root.c_str());
+  if (!d) return 0;
+  std::vector<std::string> names;
+  while (dirent* e = readdir(d)) {
+    std::string name = e->d_name;
+    if (name.size() == sizeof kPrefix - 1 + kSuffix && name.rfind(kPrefix, 0) == 0) {
+      names.push_back(std::move(name));
+    }
+  }
+  closedir(d);
+  int removed = 0;
+  const time_t now = time(nullptr);
+  for (const std::string& name : names) {
+    const std::string path = root + "/" + name;
+    struct stat st;
+    if (lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+    if (difftime(now, std::max(st.st_mtime, st.st_ctime)) < min_age_s) continue;
+    const int fd = open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) continue;
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0) {  // its owner is gone
+      if (RemoveTree(AT_FDCWD, path)) {
+        ++removed;
+      } else {
+        LogWarning("a dead sandbox's scratch directory not fully removed", {{"path", path}});
+      }
+    }
+    close(fd);
+  }
+  return removed;
 }
 
 SubprocessResult RunSandboxed(const SandboxPolicy& policy, std::vector<std::string> argv,

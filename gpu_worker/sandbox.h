@@ -70,7 +70,8 @@
 // is used by one thread. The child's setup between fork and exec makes only async-signal-safe
 // calls: the seccomp filter is compiled to BPF before the fork and only loaded in the child.
 // Ownership: a Sandboxed owns its child (destroying it kills the group) and its scratch
-// directory (removed by Wait or by the destructor).
+// directory (removed by Wait or by the destructor). A worker killed with SIGKILL runs neither:
+// its scratch directories stay, and SweepStaleScratch removes them at the next worker's start.
 #ifndef KFORGE_GPU_WORKER_SANDBOX_H_
 #define KFORGE_GPU_WORKER_SANDBOX_H_
 
@@ -151,11 +152,19 @@ class Sandboxed {
   void RemoveScratch();
 
   SandboxPolicy policy_;
+  int scratch_lock_ = -1;  // the scratch directory, flock'ed while it is ours (SweepStaleScratch)
   std::unique_ptr<SandboxChildPlan> plan_;
   std::unique_ptr<Subprocess> process_;
   std::string scratch_dir_;
   SubprocessResult result_;
 };
+
+// Removes the scratch directories under `root` (<root>/kforge-sandbox-XXXXXX) that no live
+// Sandboxed owns: each holds an exclusive flock on its directory from its creation until it is
+// removed, and the kernel drops the lock with the worker that held it, however it ended. Ones
+// changed less than `min_age_s` ago are left (a directory made but not yet locked). Never
+// follows a link. Returns how many it removed; a directory it could not remove is logged.
+int SweepStaleScratch(const std::string& root, double min_age_s = 60);
 
 // Start + Wait in one call.
 SubprocessResult RunSandboxed(const SandboxPolicy& policy, std::vector<std::string> argv,

@@ -6,16 +6,17 @@
 #include <linux/capability.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -308,6 +309,57 @@ TEST(SandboxTest, TheSandboxDiesWithAWorkerKilledWithSigkill) {
   int left = 0;
   for (int i = 0; i < 500 && (left = CountProcessesWithArg("23.1406")) > 0; ++i) usleep(10000);
   EXPECT_EQ(left, 0) << "the sandboxed child outlived its worker";
+}
+
+TEST(SandboxTest, TheNextWorkerRemovesADeadWorkersScratchButNotALiveOnes) {
+  // A worker killed with SIGKILL leaves its scratch directories (no destructor runs); the next
+  // worker's sweep removes them, and never one a live sandbox holds, however old.
+  std::string root = testing::TempDir() + "kforge-sweep-test-XXXXXX";
+  ASSERT_NE(mkdtemp(root.data()), nullptr);
+  chmod(root.c_str(), 0711);
+  SandboxPolicy p = TestPolicy();
+  p.scratch_root = root;
+  pid_t worker = fork();
+  ASSERT_GE(worker, 0);
+  if (worker == 0) {
+    RunSandboxed(p, Sh("touch left.txt; sleep 31.4159"));
+    _exit(0);
+  }
+  Sandboxed live(p);
+  ASSERT_TRUE(live.Start(Sh("sleep 27.1828"))) << live.result().error;
+  for (int i = 0; i < 1000 && CountProcessesWithArg("31.4159") == 0; ++i) usleep(10000);
+  ASSERT_GT(CountProcessesWithArg("31.4159"), 0) << "the dead worker's child never started";
+  ASSERT_EQ(kill(worker, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(worker, &status, 0), worker);
+  // A directory named like a scratch directory but a link: neither followed nor removed.
+  const std::string target = root + "/kept";
+  ASSERT_EQ(mkdir(target.c_str(), 0700), 0);
+  ASSERT_EQ(symlink(target.c_str(), (root + "/kforge-sandbox-linked").c_str()), 0);
+  auto scratch_dirs = [&] {
+    int n = 0;
+    for (const auto& e : std::filesystem::directory_iterator(root)) {
+      n += e.path().filename().string().rfind("kforge-sandbox-", 0) == 0 && !e.is_symlink();
+    }
+    return n;
+  };
+  // Without namespaces the dead worker's child outlives it; with them it is ending, and so is
+  // the relay, which may hold the lock until it has.
+  if (!IsRoot()) std::system("pkill -f 'sleep 31.4159'");
+  EXPECT_EQ(scratch_dirs(), 2);
+  EXPECT_EQ(SweepStaleScratch(root), 0) << "both are newer than the minimum age";
+  int swept = 0;
+  for (int i = 0; i < 500 && (swept = SweepStaleScratch(root, 0)) == 0; ++i) usleep(10000);
+  EXPECT_EQ(swept, 1);
+  EXPECT_EQ(scratch_dirs(), 1);
+  struct stat st;
+  EXPECT_EQ(stat(live.scratch_dir().c_str(), &st), 0) << "the live sandbox's directory stays";
+  EXPECT_EQ(lstat((root + "/kforge-sandbox-linked").c_str(), &st), 0);
+  EXPECT_EQ(stat(target.c_str(), &st), 0);
+  live.SignalGroup(SIGKILL);
+  live.Wait();
+  EXPECT_EQ(scratch_dirs(), 0);
+  std::system(("rm -rf " + root).c_str());
 }
 
 // In a child of the test without CAP_SYS_ADMIN (a worker pod without it): 0 when a sandbox that
