@@ -15,7 +15,7 @@ echo "lanes 2: rc=$? at $(( $(date +%s) - t0 )) s"
 timeout 90 python3 gpu_worker/eval/bench/warm_imports_bench.py \
   --eval build-gpu/gpu_worker/eval/kforge-eval --device cuda --n 4 > $S/warm_bench.txt 2>&1
 echo "warm imports bench: rc=$? at $(( $(date +%s) - t0 )) s"
-left=$(( 570 - ($(date +%s) - t0) ))
+left=$(( ${TOTAL_S:-570} - ($(date +%s) - t0) ))
 if (( left > 120 )); then
   OUT=$S/lanes1 EVAL=build-gpu/gpu_worker/eval/kforge-eval LANES=1 PREFETCH=2 VARIANTS=2 \
     BATCH_TIMEOUT_S=$(( left - 50 )) timeout $(( left - 10 )) \
