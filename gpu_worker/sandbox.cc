@@ -22,6 +22,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -422,6 +424,30 @@ Sandboxed::~Sandboxed() {
   RemoveScratch();
 }
 
+namespace {
+
+// flock's errors that mean the file system cannot lock, not that someone holds the lock.
+bool LockUnsupported(int e) {
+  return e == EBADF || e == ENOLCK || e == EOPNOTSUPP || e == ENOSYS || e == EINVAL;
+}
+
+// SweepStaleScratch at most once a minute per process: a worker killed and restarted within
+// the minimum age leaves directories its successor's first sweep is too early for.
+void SweepNowAndThen(const std::string& root) {
+  static std::atomic<int64_t> last{INT64_MIN / 2};
+  const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+  int64_t seen = last.load();
+  if (now - seen < 60 || !last.compare_exchange_strong(seen, now)) return;
+  if (int swept = SweepStaleScratch(root); swept > 0) {
+    LogInfo("removed dead sandboxes' scratch directories",
+            {{"count", std::to_string(swept)}, {"root", root}});
+  }
+}
+
+}  // namespace
+
 bool Sandboxed::Start(std::vector<std::string> argv, std::vector<std::string> extra_env,
                       std::string stdin_data) {
   auto plan = std::make_unique<SandboxChildPlan>();
@@ -436,6 +462,7 @@ bool Sandboxed::Start(std::vector<std::string> argv, std::vector<std::string> ex
     root = real;
     free(real);
   }
+  SweepNowAndThen(root);
   std::string dir = root + "/kforge-sandbox-XXXXXX";
   if (!mkdtemp(dir.data())) {
     result_.error = "sandbox: cannot create a scratch directory in " + policy_.scratch_root +
@@ -446,10 +473,20 @@ bool Sandboxed::Start(std::vector<std::string> argv, std::vector<std::string> ex
   // Held until the directory is removed, so that no worker's sweep takes it for a dead one's.
   scratch_lock_ = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (scratch_lock_ < 0 || flock(scratch_lock_, LOCK_EX | LOCK_NB) != 0) {
-    result_.error =
-        "sandbox: cannot lock the scratch directory " + dir + ": " + std::strerror(errno);
-    RemoveScratch();
-    return false;
+    const int e = errno;
+    if (scratch_lock_ >= 0 && LockUnsupported(e)) {
+      // A file system without flock on directories (NFS wants a descriptor open for writing):
+      // no sweep can lock it either, so it is never taken for a dead worker's.
+      static std::once_flag once;
+      std::call_once(once, [&] {
+        LogWarning("scratch directories cannot be locked here; a dead worker's stay",
+                   {{"root", policy_.scratch_root}, {"error", std::strerror(e)}});
+      });
+    } else {
+      result_.error = "sandbox: cannot lock the scratch directory " + dir + ": " + std::strerror(e);
+      RemoveScratch();
+      return false;
+    }
   }
   if (plan->drop_privileges && chown(dir.c_str(), plan->uid, plan->gid) != 0) {
     result_.error = "sandbox: chown " + dir + ": " + std::strerror(errno);
@@ -522,34 +559,41 @@ void Sandboxed::RemoveScratch() {
 int SweepStaleScratch(const std::string& root, double min_age_s) {
   static constexpr char kPrefix[] = "kforge-sandbox-";
   static constexpr size_t kSuffix = 6;  // mkdtemp's XXXXXX
-  DIR* d = opendir(root.c_str());
-  if (!d) return 0;
-  std::vector<std::string> names;
-  while (dirent* e = readdir(d)) {
-    std::string name = e->d_name;
-    if (name.size() == sizeof kPrefix - 1 + kSuffix && name.rfind(kPrefix, 0) == 0) {
-      names.push_back(std::move(name));
-    }
+  const int root_fd = open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (root_fd < 0) {
+    if (errno != ENOENT) LogWarning("cannot read the scratch root", {{"root", root}});
+    return 0;
   }
-  closedir(d);
+  std::vector<std::string> names;
+  if (DIR* d = fdopendir(fcntl(root_fd, F_DUPFD_CLOEXEC, 0))) {
+    while (dirent* e = readdir(d)) {
+      std::string name = e->d_name;
+      if (name.size() == sizeof kPrefix - 1 + kSuffix && name.rfind(kPrefix, 0) == 0) {
+        names.push_back(std::move(name));
+      }
+    }
+    closedir(d);
+  }
   int removed = 0;
   const time_t now = time(nullptr);
   for (const std::string& name : names) {
-    const std::string path = root + "/" + name;
-    struct stat st;
-    if (lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
-    if (difftime(now, std::max(st.st_mtime, st.st_ctime)) < min_age_s) continue;
-    const int fd = open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    // Opened and judged by one descriptor, and removed only while the name still leads to it:
+    // a process that renames directories meanwhile cannot have a live one removed for it.
+    const int fd = openat(root_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) continue;
-    if (flock(fd, LOCK_EX | LOCK_NB) == 0) {  // its owner is gone
-      if (RemoveTree(AT_FDCWD, path)) {
+    struct stat st;
+    if (fstat(fd, &st) == 0 && difftime(now, std::max(st.st_mtime, st.st_ctime)) >= min_age_s &&
+        flock(fd, LOCK_EX | LOCK_NB) == 0) {  // its owner is gone
+      if (RemoveTree(root_fd, name, nullptr, &st)) {
         ++removed;
       } else {
-        LogWarning("a dead sandbox's scratch directory not fully removed", {{"path", path}});
+        LogWarning("a dead sandbox's scratch directory not fully removed",
+                   {{"path", root + "/" + name}});
       }
     }
     close(fd);
   }
+  close(root_fd);
   return removed;
 }
 

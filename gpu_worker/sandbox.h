@@ -71,7 +71,7 @@
 // calls: the seccomp filter is compiled to BPF before the fork and only loaded in the child.
 // Ownership: a Sandboxed owns its child (destroying it kills the group) and its scratch
 // directory (removed by Wait or by the destructor). A worker killed with SIGKILL runs neither:
-// its scratch directories stay, and SweepStaleScratch removes them at the next worker's start.
+// its scratch directories stay, and a later worker's SweepStaleScratch removes them.
 #ifndef KFORGE_GPU_WORKER_SANDBOX_H_
 #define KFORGE_GPU_WORKER_SANDBOX_H_
 
@@ -162,9 +162,13 @@ class Sandboxed {
 // Removes the scratch directories under `root` (<root>/kforge-sandbox-XXXXXX) that no live
 // Sandboxed owns: each holds an exclusive flock on its directory from its creation until it is
 // removed, and the kernel drops the lock with the worker that held it, however it ended. Ones
-// changed less than `min_age_s` ago are left (a directory made but not yet locked). Never
-// follows a link. Returns how many it removed; a directory it could not remove is logged.
-int SweepStaleScratch(const std::string& root, double min_age_s = 60);
+// changed less than `min_age_s` ago are left (a directory made but not yet locked). A directory
+// is removed only while its name still leads to the one that was locked, and links are never
+// followed. Returns how many it removed; a directory it could not remove is logged. The worker
+// calls it at its start, and Start at most once a minute. Workers of a version that did not
+// lock (before session 28) must not share a scratch_root with newer ones: their directories
+// would be taken for dead ones.
+int SweepStaleScratch(const std::string& root, double min_age_s = 10);
 
 // Start + Wait in one call.
 SubprocessResult RunSandboxed(const SandboxPolicy& policy, std::vector<std::string> argv,

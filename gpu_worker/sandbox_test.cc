@@ -343,8 +343,8 @@ TEST(SandboxTest, TheNextWorkerRemovesADeadWorkersScratchButNotALiveOnes) {
     }
     return n;
   };
-  // Without namespaces the dead worker's child outlives it; with them it is ending, and so is
-  // the relay, which may hold the lock until it has.
+  // Without namespaces the dead worker's child outlives it (as an orphan it holds no lock:
+  // the descriptor is close-on-exec); with them it is ending.
   if (!IsRoot()) std::system("pkill -f 'sleep 31.4159'");
   EXPECT_EQ(scratch_dirs(), 2);
   EXPECT_EQ(SweepStaleScratch(root), 0) << "both are newer than the minimum age";

@@ -151,11 +151,19 @@ bool IdOf(int fd, DirId* id) {
 
 }  // namespace
 
-bool RemoveTree(int dir_fd, const std::string& name, RemoveTreeWatch* watch) {
-  if (unlinkat(dir_fd, name.c_str(), 0) == 0 || errno == ENOENT) return true;
-  if (errno != EISDIR && errno != EPERM) return false;
+bool RemoveTree(int dir_fd, const std::string& name, RemoveTreeWatch* watch,
+                const struct stat* only) {
+  if (!only) {
+    if (unlinkat(dir_fd, name.c_str(), 0) == 0 || errno == ENOENT) return true;
+    if (errno != EISDIR && errno != EPERM) return false;
+  }
   int fd = OpenForRemoval(dir_fd, name.c_str());
-  if (fd < 0) return errno == ENOENT;
+  if (fd < 0) return !only && errno == ENOENT;
+  DirId opened;
+  if (only && (!IdOf(fd, &opened) || !(opened == DirId{only->st_dev, only->st_ino}))) {
+    close(fd);
+    return false;
+  }
   // One level per directory on the way down from `name`: its identity, its name in the level
   // above, and the subdirectories it still holds. Each directory is listed once, when the walk
   // enters it; the walk goes back up through "..", and only into the directory it came from

@@ -5,6 +5,7 @@
 #ifndef KFORGE_COMMON_BASE_FILES_H_
 #define KFORGE_COMMON_BASE_FILES_H_
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -58,7 +59,12 @@ struct RemoveTreeWatch {
   uint64_t entries = 0;  // entries read in all
   std::function<void(const std::string& name)> entered;
 };
-bool RemoveTree(int dir_fd, const std::string& name, RemoveTreeWatch* watch = nullptr);
+// `only`: remove it only if `name` is, when opened, the directory `only` describes (its
+// device and inode); where another directory took the name since, nothing beneath it is
+// touched (false). Only its last step, the removal of the emptied directory by name, could
+// still meet a directory swapped in meanwhile, and only an empty one.
+bool RemoveTree(int dir_fd, const std::string& name, RemoveTreeWatch* watch = nullptr,
+                const struct stat* only = nullptr);
 // mkdir -p: creates `path` and its missing parents with `mode` (less the umask). Returns an
 // error message, empty on success (also when it existed).
 std::string MakeDirs(const std::string& path, unsigned mode = 0700);

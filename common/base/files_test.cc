@@ -179,6 +179,35 @@ TEST(FilesTest, RemoveTreeDoesNotFollowADirectoryMovedOutOfTheTree) {
   EXPECT_TRUE(RemoveTree(AT_FDCWD, dir));
 }
 
+TEST(FilesTest, RemoveTreeOnlyRemovesTheDirectoryItWasGiven) {
+  // A sweep judged one directory (its lock, its age) and a process swapped another in under
+  // its name before the removal: the other stays whole.
+  char root[] = "/tmp/kforge-remove-only-XXXXXX";
+  ASSERT_NE(mkdtemp(root), nullptr);
+  const std::string dir = root;
+  ASSERT_EQ(MakeDirs(dir + "/judged"), "");
+  struct stat judged;
+  ASSERT_EQ(stat((dir + "/judged").c_str(), &judged), 0);
+  ASSERT_EQ(rename((dir + "/judged").c_str(), (dir + "/moved").c_str()), 0);
+  ASSERT_EQ(MakeDirs(dir + "/judged/sub"), "");
+  ASSERT_TRUE(WriteFileAtomically(dir + "/judged/sub/live", "keep"));
+  EXPECT_FALSE(RemoveTree(AT_FDCWD, dir + "/judged", nullptr, &judged));
+  struct stat st;
+  EXPECT_EQ(stat((dir + "/judged/sub/live").c_str(), &st), 0);
+  // A file in its place is not removed either, nor is a missing name taken for success.
+  ASSERT_TRUE(WriteFileAtomically(dir + "/file", "keep"));
+  EXPECT_FALSE(RemoveTree(AT_FDCWD, dir + "/file", nullptr, &judged));
+  EXPECT_EQ(stat((dir + "/file").c_str(), &st), 0);
+  EXPECT_FALSE(RemoveTree(AT_FDCWD, dir + "/gone", nullptr, &judged));
+  // The directory it was given, under its name, is removed.
+  ASSERT_EQ(rename((dir + "/judged").c_str(), (dir + "/other").c_str()), 0);
+  ASSERT_EQ(rename((dir + "/moved").c_str(), (dir + "/judged").c_str()), 0);
+  ASSERT_TRUE(WriteFileAtomically(dir + "/judged/f", "x"));
+  EXPECT_TRUE(RemoveTree(AT_FDCWD, dir + "/judged", nullptr, &judged));
+  EXPECT_NE(stat((dir + "/judged").c_str(), &st), 0);
+  EXPECT_TRUE(RemoveTree(AT_FDCWD, dir));
+}
+
 // The same locked directories without root's privilege: as the tree's owner, the way the fork
 // server removes what its evaluations (the same user) left. Run as root, a child does it as
 // nobody.
