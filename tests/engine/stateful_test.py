@@ -44,9 +44,16 @@ def main():
 
     r = one_shot(args.eval, HONEST)
     check(r["verdict"] == "ok", f"honest: ok ({r['verdict']}: {r.get('reason')})")
+    # Every sampled iteration beside the candidate checks its outputs: candidate_call.n counts
+    # them. reference_call holds the reference-alone samples instead where their interval lies
+    # below the beside one's (docs/evaluation.md, "The reference alone"): unchecked, at least
+    # kAloneMinSamples (10) of them.
+    ref_n, cand_n = r["reference_call"]["n"], r["candidate_call"]["n"]
+    alone = "the reference alone:" in r.get("timing_clock_note", "")
     check(r["correctness"]["trials_passed"] == r["correctness"]["trials"] >= 1 and
-          r["reference_call"]["n"] >= 20 and r["candidate_call"]["n"] >= 20,
-          "honest: every trial passed and at least 20 timed iterations were checked")
+          cand_n >= 20 and ref_n >= (10 if alone else 20),
+          f"honest: every trial passed and at least 20 timed iterations were checked "
+          f"({cand_n} checked; reference {ref_n} samples{' alone' if alone else ''})")
 
     r = one_shot(args.eval, STATELESS)
     check(r["verdict"] == "incorrect" and r.get("stage") == "correctness" and
