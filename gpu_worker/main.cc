@@ -160,10 +160,7 @@ int Run() {
     return 1;
   }
   // Scratch directories of a worker killed before it could remove them (sandbox.h).
-  if (int swept = SweepStaleScratch(options.scratch_root); swept > 0) {
-    LogInfo("removed dead sandboxes' scratch directories",
-            {{"count", std::to_string(swept)}, {"root", options.scratch_root}});
-  }
+  SweepStaleScratch(options.scratch_root);
   const int devices = slots > 0 ? slots : (options.cpu_mode ? 1 : gpus.count);
   f.set_slots(static_cast<uint32_t>(devices * options.lanes_per_gpu));
   if (options.lanes_per_gpu > 1) {

@@ -440,10 +440,7 @@ void SweepNowAndThen(const std::string& root) {
                           .count();
   int64_t seen = last.load();
   if (now - seen < 60 || !last.compare_exchange_strong(seen, now)) return;
-  if (int swept = SweepStaleScratch(root); swept > 0) {
-    LogInfo("removed dead sandboxes' scratch directories",
-            {{"count", std::to_string(swept)}, {"root", root}});
-  }
+  SweepStaleScratch(root);
 }
 
 }  // namespace
@@ -594,6 +591,10 @@ int SweepStaleScratch(const std::string& root, double min_age_s) {
     close(fd);
   }
   close(root_fd);
+  if (removed > 0) {
+    LogInfo("removed dead sandboxes' scratch directories",
+            {{"count", std::to_string(removed)}, {"root", root}});
+  }
   return removed;
 }
 

@@ -164,10 +164,10 @@ class Sandboxed {
 // removed, and the kernel drops the lock with the worker that held it, however it ended. Ones
 // changed less than `min_age_s` ago are left (a directory made but not yet locked). A directory
 // is removed only while its name still leads to the one that was locked, and links are never
-// followed. Returns how many it removed; a directory it could not remove is logged. The worker
-// calls it at its start, and Start at most once a minute. Workers of a version that did not
-// lock (before session 28) must not share a scratch_root with newer ones: their directories
-// would be taken for dead ones.
+// followed. Returns how many it removed, and logs that count; a directory it could not remove is
+// logged. The worker calls it at its start, and Start at most once a minute. Workers of a version
+// that did not lock (before session 28) must not share a scratch_root with newer ones: their
+// directories would be taken for dead ones.
 int SweepStaleScratch(const std::string& root, double min_age_s = 10);
 
 // Start + Wait in one call.
