@@ -159,18 +159,21 @@ int Run() {
     LogError("--lanes_per_gpu must be at least 1 and --gpu_wait_s not negative");
     return 1;
   }
-  // Scratch directories of a worker killed before it could remove them (sandbox.h).
+  // Scratch and GPU turns' directories of a worker killed before it could remove them
+  // (sandbox.h).
   SweepStaleScratch(options.scratch_root);
   const int devices = slots > 0 ? slots : (options.cpu_mode ? 1 : gpus.count);
   f.set_slots(static_cast<uint32_t>(devices * options.lanes_per_gpu));
+  GpuLockDir gpu_lock_dir;  // claimed for the worker's life
   if (options.lanes_per_gpu > 1) {
-    absl::StatusOr<std::string> dir = MakeGpuLockDir(options.scratch_root, SlotDevices(options));
+    absl::StatusOr<GpuLockDir> dir = MakeGpuLockDir(options.scratch_root, SlotDevices(options));
     if (!dir.ok()) {
       LogError("cannot make the GPU turns' locks",
                {{"error", std::string(dir.status().message())}});
       return 1;
     }
-    options.gpu_lock_dir = *dir;
+    options.gpu_lock_dir = dir->path;
+    gpu_lock_dir = std::move(*dir);
     if (geteuid() != 0) {
       LogWarning(
           "GPU turns without root: the evaluations run as this user with no file view, "

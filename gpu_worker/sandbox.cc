@@ -431,6 +431,47 @@ bool LockUnsupported(int e) {
   return e == EBADF || e == ENOLCK || e == EOPNOTSUPP || e == ENOSYS || e == EINVAL;
 }
 
+}  // namespace
+
+DirectoryClaim& DirectoryClaim::operator=(DirectoryClaim&& other) noexcept {
+  if (this != &other) {
+    Release();
+    fd_ = other.fd_;
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+bool DirectoryClaim::Claim(const std::string& dir, std::string* error) {
+  Release();
+  fd_ = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd_ < 0) {
+    *error = "cannot open the directory " + dir + " to claim it: " + std::strerror(errno);
+    return false;
+  }
+  if (flock(fd_, LOCK_EX | LOCK_NB) == 0) return true;
+  const int e = errno;
+  if (LockUnsupported(e)) {
+    // A file system without flock on directories (NFS wants a descriptor open for writing).
+    static std::once_flag once;
+    std::call_once(once, [&] {
+      LogWarning("directories cannot be locked here; a dead worker's stay",
+                 {{"path", dir}, {"error", std::strerror(e)}});
+    });
+    return true;
+  }
+  *error = "cannot lock the directory " + dir + ": " + std::strerror(e);
+  Release();
+  return false;
+}
+
+void DirectoryClaim::Release() {
+  if (fd_ >= 0) close(fd_);  // drops the flock
+  fd_ = -1;
+}
+
+namespace {
+
 // SweepStaleScratch at most once a minute per process: a worker killed and restarted within
 // the minimum age leaves directories its successor's first sweep is too early for.
 void SweepNowAndThen(const std::string& root) {
@@ -468,22 +509,10 @@ bool Sandboxed::Start(std::vector<std::string> argv, std::vector<std::string> ex
   }
   scratch_dir_ = dir;
   // Held until the directory is removed, so that no worker's sweep takes it for a dead one's.
-  scratch_lock_ = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (scratch_lock_ < 0 || flock(scratch_lock_, LOCK_EX | LOCK_NB) != 0) {
-    const int e = errno;
-    if (scratch_lock_ >= 0 && LockUnsupported(e)) {
-      // A file system without flock on directories (NFS wants a descriptor open for writing):
-      // no sweep can lock it either, so it is never taken for a dead worker's.
-      static std::once_flag once;
-      std::call_once(once, [&] {
-        LogWarning("scratch directories cannot be locked here; a dead worker's stay",
-                   {{"root", policy_.scratch_root}, {"error", std::strerror(e)}});
-      });
-    } else {
-      result_.error = "sandbox: cannot lock the scratch directory " + dir + ": " + std::strerror(e);
-      RemoveScratch();
-      return false;
-    }
+  if (!scratch_claim_.Claim(dir, &error)) {
+    result_.error = "sandbox: " + error;
+    RemoveScratch();
+    return false;
   }
   if (plan->drop_privileges && chown(dir.c_str(), plan->uid, plan->gid) != 0) {
     result_.error = "sandbox: chown " + dir + ": " + std::strerror(errno);
@@ -549,13 +578,17 @@ void Sandboxed::RemoveScratch() {
     LogWarning("sandbox scratch directory not fully removed", {{"path", scratch_dir_}});
   }
   scratch_dir_.clear();
-  if (scratch_lock_ >= 0) close(scratch_lock_);
-  scratch_lock_ = -1;
+  scratch_claim_.Release();
 }
 
 int SweepStaleScratch(const std::string& root, double min_age_s) {
-  static constexpr char kPrefix[] = "kforge-sandbox-";
   static constexpr size_t kSuffix = 6;  // mkdtemp's XXXXXX
+  auto swept_kind = [](const std::string& name) {
+    for (const std::string prefix : {"kforge-sandbox-", "kforge-gpu-turns-"}) {
+      if (name.size() == prefix.size() + kSuffix && name.rfind(prefix, 0) == 0) return true;
+    }
+    return false;
+  };
   const int root_fd = open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (root_fd < 0) {
     if (errno != ENOENT) LogWarning("cannot read the scratch root", {{"root", root}});
@@ -565,9 +598,7 @@ int SweepStaleScratch(const std::string& root, double min_age_s) {
   if (DIR* d = fdopendir(fcntl(root_fd, F_DUPFD_CLOEXEC, 0))) {
     while (dirent* e = readdir(d)) {
       std::string name = e->d_name;
-      if (name.size() == sizeof kPrefix - 1 + kSuffix && name.rfind(kPrefix, 0) == 0) {
-        names.push_back(std::move(name));
-      }
+      if (swept_kind(name)) names.push_back(std::move(name));
     }
     closedir(d);
   }
@@ -584,15 +615,14 @@ int SweepStaleScratch(const std::string& root, double min_age_s) {
       if (RemoveTree(root_fd, name, nullptr, &st)) {
         ++removed;
       } else {
-        LogWarning("a dead sandbox's scratch directory not fully removed",
-                   {{"path", root + "/" + name}});
+        LogWarning("a dead worker's directory not fully removed", {{"path", root + "/" + name}});
       }
     }
     close(fd);
   }
   close(root_fd);
   if (removed > 0) {
-    LogInfo("removed dead sandboxes' scratch directories",
+    LogInfo("removed dead workers' scratch and GPU turns' directories",
             {{"count", std::to_string(removed)}, {"root", root}});
   }
   return removed;

@@ -123,6 +123,29 @@ struct SandboxPolicy {
 // The plan the child follows between fork and exec; built before the fork.
 struct SandboxChildPlan;
 
+// An exclusive flock on a directory the worker made and owns, held from Claim until Release
+// or destruction: the mark by which SweepStaleScratch tells a live owner's directory from a
+// dead worker's (the kernel drops the lock with the process, however it ended). The descriptor
+// is close-on-exec, so a child never holds it past its exec. Move-only.
+class DirectoryClaim {
+ public:
+  DirectoryClaim() = default;
+  ~DirectoryClaim() { Release(); }
+  DirectoryClaim(DirectoryClaim&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+  DirectoryClaim& operator=(DirectoryClaim&& other) noexcept;
+  DirectoryClaim(const DirectoryClaim&) = delete;
+  DirectoryClaim& operator=(const DirectoryClaim&) = delete;
+
+  // False with *error where `dir` cannot be opened (never through a link) or another holds
+  // its lock. On a file system that cannot lock directories (flock's EBADF on NFS) it returns
+  // true unlocked, logged once: no sweep can lock such a directory either.
+  bool Claim(const std::string& dir, std::string* error);
+  void Release();
+
+ private:
+  int fd_ = -1;
+};
+
 class Sandboxed {
  public:
   explicit Sandboxed(SandboxPolicy policy);
@@ -152,22 +175,23 @@ class Sandboxed {
   void RemoveScratch();
 
   SandboxPolicy policy_;
-  int scratch_lock_ = -1;  // the scratch directory, flock'ed while it is ours (SweepStaleScratch)
+  DirectoryClaim scratch_claim_;  // the scratch directory, while it is ours (SweepStaleScratch)
   std::unique_ptr<SandboxChildPlan> plan_;
   std::unique_ptr<Subprocess> process_;
   std::string scratch_dir_;
   SubprocessResult result_;
 };
 
-// Removes the scratch directories under `root` (<root>/kforge-sandbox-XXXXXX) that no live
-// Sandboxed owns: each holds an exclusive flock on its directory from its creation until it is
-// removed, and the kernel drops the lock with the worker that held it, however it ended. Ones
-// changed less than `min_age_s` ago are left (a directory made but not yet locked). A directory
-// is removed only while its name still leads to the one that was locked, and links are never
-// followed. Returns how many it removed, and logs that count; a directory it could not remove is
-// logged. The worker calls it at its start, and Start at most once a minute. Workers of a version
-// that did not lock (before session 28) must not share a scratch_root with newer ones: their
-// directories would be taken for dead ones.
+// Removes the directories under `root` that a worker made and no live process owns: the
+// sandboxes' scratch directories (<root>/kforge-sandbox-XXXXXX) and a worker's GPU turns'
+// locks (<root>/kforge-gpu-turns-XXXXXX, MakeGpuLockDir). Their owners hold a DirectoryClaim
+// on each from its creation until it is removed. Ones changed less than `min_age_s` ago are
+// left (a directory made but not yet claimed). A directory is removed only while its name
+// still leads to the one that was locked, and links are never followed. Returns how many it
+// removed, and logs that count; a directory it could not remove is logged. The worker calls it
+// at its start, and Start at most once a minute. Workers of a version that did not claim their
+// directories (scratch before session 28, GPU turns before session 29) must not share a
+// scratch_root with newer ones: theirs would be taken for dead ones.
 int SweepStaleScratch(const std::string& root, double min_age_s = 10);
 
 // Start + Wait in one call.

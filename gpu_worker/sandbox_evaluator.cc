@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/base/files.h"
 #include "common/base/log.h"
 #include "common/base/subprocess.h"
 #include "common/result_json.h"
@@ -116,15 +117,20 @@ class OneShotTurn {
 
 }  // namespace
 
-absl::StatusOr<std::string> MakeGpuLockDir(const std::string& root,
-                                           const std::vector<std::string>& devices) {
-  std::string dir = root + "/kforge-gpu-turns-XXXXXX";
-  if (mkdtemp(dir.data()) == nullptr) {
+absl::StatusOr<GpuLockDir> MakeGpuLockDir(const std::string& root,
+                                          const std::vector<std::string>& devices) {
+  GpuLockDir dir{root + "/kforge-gpu-turns-XXXXXX", {}};
+  if (mkdtemp(dir.path.data()) == nullptr) {
     return absl::InternalError("cannot make the GPU turns' directory under " + root + ": " +
                                strerror(errno));
   }
+  std::string error;
+  if (!dir.claim.Claim(dir.path, &error)) {
+    RemoveTree(AT_FDCWD, dir.path);
+    return absl::InternalError(error);
+  }
   for (const std::string& device : devices) {
-    const std::string path = GpuLockPath(dir, device);
+    const std::string path = GpuLockPath(dir.path, device);
     const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {
       return absl::InternalError("cannot make the GPU lock file " + path + ": " + strerror(errno));

@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "gpu_worker/evaluator.h"
+#include "gpu_worker/sandbox.h"
 #include "gpu_worker/worker_options.h"
 #include "kforge/v1/eval.pb.h"
 
@@ -44,10 +45,15 @@ v1::EvalResult RunEvaluation(const WorkerOptions& options, v1::EvalRequest reque
 
 // GPU turns (docs/evaluation.md, "GPU turns"): a private directory (0700, the worker's) under
 // `root` holding one lock file per device of `devices` (repeats are one device), for
-// WorkerOptions::gpu_lock_dir.
+// WorkerOptions::gpu_lock_dir. Claimed while the returned object lives, so that a sweep
+// (SweepStaleScratch) removes it only once its worker is gone.
 // Sandboxed evaluations never see it: their fork servers get the lock as a descriptor.
-absl::StatusOr<std::string> MakeGpuLockDir(const std::string& root,
-                                           const std::vector<std::string>& devices);
+struct GpuLockDir {
+  std::string path;
+  DirectoryClaim claim;
+};
+absl::StatusOr<GpuLockDir> MakeGpuLockDir(const std::string& root,
+                                          const std::vector<std::string>& devices);
 // The lock file of `device` ("cuda:1" or "cpu") in `lock_dir`; empty without one (no turns).
 std::string GpuLockPath(const std::string& lock_dir, const std::string& device);
 

@@ -6,9 +6,11 @@
 // for the lock file by its path; the same two without turns overlap; a one-shot child (no fork
 // server) waits for a turn held elsewhere; a build-only request takes no turn.
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -59,9 +61,10 @@ class WorkerTurnsTest : public ::testing::Test {
     chmod(dir_.c_str(), 0711);
     ASSERT_TRUE(SandboxedCpuOptions(dir_, &options_).ok());
     options_.lanes_per_gpu = 2;
-    absl::StatusOr<std::string> locks = MakeGpuLockDir(dir_, {"cpu"});
+    absl::StatusOr<GpuLockDir> locks = MakeGpuLockDir(dir_, {"cpu"});
     ASSERT_TRUE(locks.ok()) << locks.status();
-    lock_dir_ = *locks;
+    lock_dir_ = locks->path;
+    lock_claim_ = std::move(locks->claim);
     lock_path_ = lock_dir_ + "/cpu.lock";
     struct stat st;
     ASSERT_EQ(stat(lock_dir_.c_str(), &st), 0);
@@ -104,6 +107,7 @@ class WorkerTurnsTest : public ::testing::Test {
   }
 
   std::string dir_, lock_dir_, lock_path_;
+  DirectoryClaim lock_claim_;
   WorkerOptions options_;
 };
 
@@ -220,6 +224,52 @@ TEST_F(WorkerTurnsTest, ABuildOnlyRequestTakesNoTurn) {
   close(fd);
   EXPECT_EQ(built.verdict(), v1::VERDICT_OK) << built.reason();
   EXPECT_EQ(built.stages().gpu_wait_s(), 0);
+}
+
+// A worker's GPU turns' directory is claimed for the worker's life: a sweep (the next worker's,
+// SweepStaleScratch) removes a killed worker's and leaves a live one's. Needs no root.
+TEST(GpuLockDirTest, ADeadWorkersTurnsDirectoryIsSweptAndALiveOneStays) {
+  char tmpl[] = "/tmp/kforge-turns-sweep-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string root = tmpl;
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t worker = fork();
+  ASSERT_GE(worker, 0);
+  if (worker == 0) {  // a worker that is killed before it can remove its directory
+    absl::StatusOr<GpuLockDir> dead = MakeGpuLockDir(root, {"cuda:0"});
+    const char c = dead.ok() ? 'y' : 'n';
+    if (write(ready[1], &c, 1) != 1) _exit(1);
+    pause();
+    _exit(0);
+  }
+  close(ready[1]);
+  char c = 0;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  close(ready[0]);
+  ASSERT_EQ(c, 'y');
+  absl::StatusOr<GpuLockDir> live = MakeGpuLockDir(root, {"cuda:0"});
+  ASSERT_TRUE(live.ok()) << live.status();
+  ASSERT_EQ(kill(worker, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(worker, &status, 0), worker);
+  auto turns_dirs = [&] {
+    int n = 0;
+    for (const auto& e : std::filesystem::directory_iterator(root)) {
+      n += e.path().filename().string().rfind("kforge-gpu-turns-", 0) == 0;
+    }
+    return n;
+  };
+  ASSERT_EQ(turns_dirs(), 2);
+  EXPECT_EQ(SweepStaleScratch(root), 0) << "both are newer than the minimum age";
+  EXPECT_EQ(SweepStaleScratch(root, 0), 1);
+  EXPECT_EQ(turns_dirs(), 1);
+  struct stat st;
+  EXPECT_EQ(stat(GpuLockPath(live->path, "cuda:0").c_str(), &st), 0) << "the live one stays";
+  live->claim.Release();  // as its worker ends
+  EXPECT_EQ(SweepStaleScratch(root, 0), 1);
+  EXPECT_EQ(turns_dirs(), 0);
+  std::filesystem::remove_all(root);
 }
 
 }  // namespace
