@@ -38,7 +38,10 @@ Rng Round::rng(uint64_t label) const {
 
 int Round::IntParam(const std::string& name, int fallback) const {
   auto it = spec_.params.find(name);
-  return it == spec_.params.end() ? fallback : std::atoi(it->second.c_str());
+  int value = 0;
+  // MakeStrategy accepted only whole numbers; a job stored before it checked so reads its
+  // default rather than whatever atoi made of it ("0.1e1" was 0, a division by zero).
+  return it != spec_.params.end() && absl::SimpleAtoi(it->second, &value) ? value : fallback;
 }
 
 double Round::DoubleParam(const std::string& name, double fallback) const {

@@ -428,6 +428,11 @@ TEST(StrategyTest, UnknownStrategyOrParameterIsInvalid) {
   EXPECT_EQ(MakeStrategy(spec).status().code(), absl::StatusCode::kInvalidArgument);
   spec.params = {{"migration_interval", "0.5"}};  // would be 0 rounds: a division by zero
   EXPECT_EQ(MakeStrategy(spec).status().code(), absl::StatusCode::kInvalidArgument);
+  // Whole numbers to strtod, 0 to atoi (a red team's SIGFPE of the coordinator, session 29).
+  for (const char* v : {"0.1e1", "0.5e1", "1e1", "3.0", "0x3", "3x"}) {
+    spec.params = {{"migration_interval", v}};
+    EXPECT_EQ(MakeStrategy(spec).status().code(), absl::StatusCode::kInvalidArgument) << v;
+  }
   spec.params = {{"temperature", "0.5"}};
   EXPECT_TRUE(MakeStrategy(spec).ok());
   spec.strategy = "contrastive";
@@ -437,6 +442,23 @@ TEST(StrategyTest, UnknownStrategyOrParameterIsInvalid) {
   EXPECT_EQ(MakeStrategy(spec).status().code(), absl::StatusCode::kInvalidArgument);
   spec.params = {{"exemplars", "4"}, {"temperature", "0.3"}};
   EXPECT_TRUE(MakeStrategy(spec).ok());
+}
+
+// A job stored before MakeStrategy refused "0.1e1" (atoi: 0) no longer divides by zero when a
+// restarted coordinator resumes it: the search ends with the parameter's error instead.
+TEST(StrategyTest, AStoredJobWithANonIntegerParameterEndsWithAnError) {
+  JobSpec spec = Spec(1, 4);
+  spec.strategy = "islands";
+  spec.params = {{"migration_interval", "0.1e1"}};
+  FakeEnv env({"H200"});
+  Population pop;
+  pop.Add(Seed("k12"));
+  SearchState state;
+  Outcome out = RunSearch(spec, env, pop, state);
+  EXPECT_THAT(out.reason, ::testing::HasSubstr("migration_interval=0.1e1"));
+  SearchState fresh;
+  Round round(1, spec, env, pop, fresh);
+  EXPECT_EQ(round.IntParam("migration_interval", 3), 3);
 }
 
 TEST(RewardTest, NormalisedWithRollingStatisticsAndClipped) {

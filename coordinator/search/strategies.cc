@@ -143,7 +143,7 @@ class Islands : public Strategy {
  public:
   absl::Status RunRound(Round& round) override {
     const int n = round.IntParam("islands", 4);
-    const int interval = round.IntParam("migration_interval", 3);
+    const int interval = std::max(1, round.IntParam("migration_interval", 3));
     const size_t migrants = static_cast<size_t>(round.IntParam("migrants", 1));
     const auto& gpus = round.spec().gpu_types;
     nlohmann::json& st = round.strategy_state();
@@ -254,9 +254,13 @@ absl::StatusOr<std::unique_ptr<Strategy>> MakeStrategy(const JobSpec& spec) {
     if (!kind->params.count(key)) {
       return absl::InvalidArgumentError("strategy " + name + " has no parameter '" + key + "'");
     }
-    double v = 0;
+    // An integer is read as Round::IntParam reads it: "0.1e1" is no whole number there.
     const bool integer = key != "temperature";
-    if (!absl::SimpleAtod(value, &v) || v <= 0 || (integer && (v > 64 || v != std::floor(v)))) {
+    double v = 0;
+    int i = 0;
+    const bool parsed = integer ? absl::SimpleAtoi(value, &i) : absl::SimpleAtod(value, &v);
+    if (integer) v = i;
+    if (!parsed || v <= 0 || (integer && v > 64)) {
       return absl::InvalidArgumentError("strategy parameter " + key + "=" + value + " must be " +
                                         (integer ? "a whole number from 1 to 64"
                                                  : "a positive number"));
