@@ -98,7 +98,26 @@ LeaseDispatcher::LeaseDispatcher(WorkQueue& queue, Notifier& notifier, WorkerSen
   outstanding_.insert(settings_.held.begin(), settings_.held.end());
 }
 
+bool LeaseDispatcher::StillValid() {
+  const absl::Time now = absl::Now();
+  {
+    absl::MutexLock lock(&mu_);
+    if (cut_off_) return false;
+    if (now - checked_at_ < absl::Seconds(settings_.poll_interval_s)) return true;
+  }
+  if (absl::Status who = check_credentials_(); absl::IsUnauthenticated(who)) {
+    CutOff(std::string(who.message()));
+    return false;
+  }
+  absl::MutexLock lock(&mu_);
+  checked_at_ = now;
+  return true;
+}
+
 LeaseDispatcher::Offer LeaseDispatcher::OfferLeases() {
+  // A stream that only ever releases (or says nothing) must not go on receiving leases, and
+  // their sources, after its token was revoked or expired.
+  if (!StillValid()) return {true, 0, 0};
   Offer offer;
   offer.free = Reserve();
   if (offer.free < 0) return {true, 0, 0};
@@ -127,13 +146,15 @@ void LeaseDispatcher::RunLeasing(const std::function<bool()>& cancelled) {
 }
 
 bool LeaseDispatcher::Handle(const v1::WorkerMessage& msg) {
-  // Credentials are checked again at every heartbeat and before every result: a revoked or
-  // expired token ends the stream within one heartbeat interval, and delivers nothing.
-  if (msg.has_heartbeat() || msg.has_result()) {
-    if (absl::Status who = check_credentials_(); absl::IsUnauthenticated(who)) {
-      CutOff(std::string(who.message()));
-      return false;
-    }
+  // Credentials are checked again at every message: a revoked or expired token ends the
+  // stream at its next heartbeat, result or release, and delivers nothing.
+  if (absl::Status who = check_credentials_(); absl::IsUnauthenticated(who)) {
+    CutOff(std::string(who.message()));
+    return false;
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    checked_at_ = absl::Now();
   }
   if (msg.has_heartbeat()) {
     Heartbeat(msg.heartbeat());
@@ -156,6 +177,11 @@ void LeaseDispatcher::ReaderEnded() {
     reader_done_ = true;
   }
   waiter_.Wake();
+}
+
+bool LeaseDispatcher::reader_done() {
+  absl::MutexLock lock(&mu_);
+  return reader_done_;
 }
 
 std::optional<absl::Status> LeaseDispatcher::cut_off() {

@@ -1,12 +1,14 @@
 // What a coordinator decides on one worker's stream, without gRPC: which leases to offer (the
 // worker's capacity, its slots plus the prefetch it asked for, minus the leases outstanding on
 // this stream and those its hello says it still holds; none while it drains; an operator's
-// drain is the queue's to honour), heartbeats (extend the leases the worker lists, credentials
-// checked again each time: a revoked worker is cut off and its leases requeued), results
+// drain is the queue's to honour), heartbeats (extend the leases the worker lists), results
 // (validated on arrival with result_validation.h: a malformed one is refused and its lease
 // requeued with the attempt counted; a valid one is stored together with the worker's next
 // leases, and only if the lease is still the worker's, which the WorkQueue decides), and
-// releases. WorkerServiceImpl (worker_service.h) is the gRPC adapter that feeds it.
+// releases. The worker's credentials are checked again at every message it sends and, at
+// most once per poll interval, before leases are offered: a revoked or expired worker is cut
+// off and its leases requeued. WorkerServiceImpl (worker_service.h) is the gRPC adapter that
+// feeds it.
 //
 // Threading: one dispatcher per stream, driven by two threads: the handler thread in
 // RunLeasing (or OfferLeases), which leases for free slots nothing else fills and otherwise
@@ -91,9 +93,11 @@ class LeaseDispatcher {
     int granted = 0;     // leases sent for them
   };
   // One look at the queue for the free slots; leases found are sent. While some stay free,
-  // new work of the worker's type wakes the waiter RunLeasing waits on.
+  // new work of the worker's type wakes the waiter RunLeasing waits on. Ended, with nothing
+  // sent, once the worker was cut off (cut_off()).
   Offer OfferLeases();
-  // The handler thread: offers leases until `cancelled` or the reader ended.
+  // The handler thread: offers leases until `cancelled`, the reader ended or the worker was
+  // cut off.
   void RunLeasing(const std::function<bool()>& cancelled);
 
   // The reader thread: one message from the worker. False when the stream must end (the
@@ -101,6 +105,7 @@ class LeaseDispatcher {
   bool Handle(const v1::WorkerMessage& message);
   // The worker's side ended; RunLeasing returns.
   void ReaderEnded();
+  bool reader_done();
 
   // UNAUTHENTICATED once the worker was cut off during the stream.
   std::optional<absl::Status> cut_off();
@@ -110,6 +115,9 @@ class LeaseDispatcher {
   void Finish();
 
  private:
+  // False (the worker cut off) once check_credentials says UNAUTHENTICATED; asked at most
+  // once per poll interval.
+  bool StillValid();
   LeaseRequest Request(int n) const;
   // Takes the free slots for a lease statement: none while draining, -1 once the reader ended.
   int Reserve();
@@ -140,6 +148,7 @@ class LeaseDispatcher {
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
   bool reader_done_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<absl::Status> cut_off_ ABSL_GUARDED_BY(mu_);
+  absl::Time checked_at_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();  // the credentials
 };
 
 }  // namespace kforge

@@ -109,7 +109,10 @@ grpc::Status WorkerServiceImpl::Connect(grpc::ServerContext* ctx, WorkerStream* 
   });
   dispatcher.RunLeasing([ctx] { return ctx->IsCancelled(); });
   if (std::optional<absl::Status> cut = dispatcher.cut_off()) {
-    reader.join();  // it ended by itself
+    // Cut off at a message, the reader ended by itself; cut off before leasing, it may wait
+    // on a worker that says nothing, which then sees CANCELLED (the log says why).
+    if (!dispatcher.reader_done()) ctx->TryCancel();
+    reader.join();
     return ToGrpcStatus(*cut);
   }
   ctx->TryCancel();
