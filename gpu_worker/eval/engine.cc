@@ -10,7 +10,6 @@
 #include <cmath>
 #include <deque>
 #include <fstream>
-#include <random>
 
 #include "common/base/sha256.h"
 #include "gpu_worker/eval/activity_trace.h"
@@ -26,6 +25,7 @@
 #include "gpu_worker/eval/python_runtime.h"
 #include "gpu_worker/eval/reference_share.h"
 #include "gpu_worker/eval/runtime_rules.h"
+#include "gpu_worker/eval/seeds.h"
 #include "gpu_worker/eval/static_checks.h"
 #include "gpu_worker/eval/system_info.h"
 #include "gpu_worker/eval/timing.h"
@@ -117,20 +117,6 @@ double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 // Adds `part` to a note, after "; " where it already says something.
 void AddNote(std::string* note, const std::string& part) {
   *note += (note->empty() ? "" : "; ") + part;
-}
-
-uint64_t SecretSeed(uint64_t requested) {
-  if (requested != 0) return requested;
-  std::random_device rd;
-  return (static_cast<uint64_t>(rd()) << 32) ^ rd();
-}
-
-// Seed for trial t derived from the secret seed (SplitMix64 step).
-uint64_t DeriveSeed(uint64_t seed, uint64_t t) {
-  uint64_t z = seed + 0x9e3779b97f4a7c15ULL * (t + 1);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return (z ^ (z >> 31)) & 0x7fffffffffffffffULL;
 }
 
 // Where the correctness trials' time goes: StageDurations' correctness_* fields.
@@ -262,12 +248,15 @@ class Evaluation {
         std::chrono::duration<double>(Clock::now() - ctx_.process_start).count());
     // The candidate process, forked before this process touches CUDA (it gets a context of its
     // own), builds the candidate while the judge loads the task.
-    seed_ = SecretSeed(req_.seed());
-    init_seed_ = DeriveSeed(seed_, 1000);
+    // The init seed is the candidate's to know (it builds ModelNew after it): drawn on its
+    // own, it says nothing of the secret seed, which is drawn after the fork, so that the
+    // candidate process (a copy of this one) never holds it (docs/security.md).
+    init_seed_ = req_.seed() != 0 ? DeriveSeed(req_.seed(), 1000) : SecretSeed(0);
     // Orphans of the candidate's processes come to this process, not the supervisor, so that
     // all of them can be ended before the reference is timed alone (ReferenceAlone).
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     client_ = CandidateClient::Start(&error);
+    seed_ = SecretSeed(req_.seed());
     if (client_ && !files_.dir.empty()) {
       // Before the process gets its Load (no candidate code has run in it yet): host code an
       // earlier process of this candidate left in its namespace loads without a write.
