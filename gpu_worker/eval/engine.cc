@@ -991,7 +991,19 @@ class Evaluation {
       const double sample_s = call_s + phase->preroll_ms / 1000 + 0.001;
       const AloneRun run{phase->preroll_ms,
                          std::max(AloneCapS(), (kAloneMinSamples + 2) * sample_s)};
-      if (run.cap_s > 0.5 * (ctx_.timing_limit_s - Since(timing_started_))) {
+      const double left_s = ctx_.timing_limit_s - Since(timing_started_);
+      if (run.cap_s > 0.5 * left_s && run.cap_s <= AloneCapS()) {
+        // The reference fits its own share: the time went to the candidate's calls past the
+        // phases' caps (a call cannot be cut short), which a candidate can do on purpose to
+        // keep the samples beside it (session 29's red team: one call sleeping out the stage).
+        return Verdict{v1::VERDICT_TIMEOUT,
+                       "the candidate's calls left " + FormatMs(left_s) + " s of the " +
+                           FormatMs(ctx_.timing_limit_s) +
+                           " s timing stage, too little to time the reference alone (" +
+                           FormatMs(call_s * 1000) + " ms a call)",
+                       "alone_starved"};
+      }
+      if (run.cap_s > 0.5 * left_s) {
         AddNote(&phase->out.clock_note,
                 "the reference not timed alone (" + FormatMs(call_s * 1000) +
                     " ms a call alone, too slow for what is left of the stage)");
