@@ -47,7 +47,9 @@ def turn_is_held(path):
         return "absent"
     fd = os.open(path, os.O_RDONLY)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        # Shared: two of these probing at once (gpu_turn_test's control, no turns) must not
+        # see each other's probe as a turn, which the supervisor's exclusive lock is.
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         fcntl.flock(fd, fcntl.LOCK_UN)
         return "free"
     except BlockingIOError:
