@@ -117,25 +117,28 @@ absl::StatusOr<EnqueuedBatch> QueueStore::Enqueue(const BatchSpec& spec, int64_t
                            {PgTextArray(ids), PgTextArray(sources), PgTextArray(dialects)})
                         .status());
     // One evaluation per candidate x GPU type; batch_seq numbers them in that order, which is
-    // also the order of their ids. A candidate given twice is evaluated once.
+    // also the order of their ids. A candidate given twice is evaluated once. The candidates
+    // row is shared by every tenant that submits the source and keeps the first submitter's
+    // dialect, so each evaluation carries the dialect this batch gave (migration 0011).
     ASSIGN_OR_RETURN(
         PgResult queued,
-        c.Exec(
-            absl::StrCat(
-                "WITH input AS ("
-                "  SELECT c.id, c.ref, g.gpu, "
-                "    ((c.n - 1) * cardinality($3::text[]) + g.n - 1)::int AS seq "
-                "  FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS c(id, ref, n) "
-                "  CROSS JOIN unnest($3::text[]) WITH ORDINALITY AS g(gpu, n)), "
-                "e AS (INSERT INTO evaluations AS e (candidate_id, task_id, batch_id, job_id, "
-                "    client_ref, gpu_type, settings, priority, batch_seq, tenant) "
-                "  SELECT id, $4, $5, $6, ref, gpu, $7::jsonb, $8, seq, nullif($9, '') "
-                "  FROM input ORDER BY seq "
-                "  ON CONFLICT (batch_id, candidate_id, gpu_type) DO NOTHING",
-                kToQueue, "), q AS (", kQueueInsert,
-                ") SELECT gpu_type, count(*) AS n FROM e GROUP BY gpu_type"),
-            {PgTextArray(ids), PgTextArray(refs), PgTextArray(spec.gpu_types), spec.task_id,
-             out.batch_id, job, spec.settings_json, std::to_string(spec.priority), spec.tenant}));
+        c.Exec(absl::StrCat(
+                   "WITH input AS ("
+                   "  SELECT c.id, c.ref, c.dialect, g.gpu, "
+                   "    ((c.n - 1) * cardinality($3::text[]) + g.n - 1)::int AS seq "
+                   "  FROM unnest($1::text[], $2::text[], $10::text[]) "
+                   "    WITH ORDINALITY AS c(id, ref, dialect, n) "
+                   "  CROSS JOIN unnest($3::text[]) WITH ORDINALITY AS g(gpu, n)), "
+                   "e AS (INSERT INTO evaluations AS e (candidate_id, task_id, batch_id, job_id, "
+                   "    client_ref, gpu_type, settings, priority, batch_seq, tenant, dialect) "
+                   "  SELECT id, $4, $5, $6, ref, gpu, $7::jsonb, $8, seq, nullif($9, ''), dialect "
+                   "  FROM input ORDER BY seq "
+                   "  ON CONFLICT (batch_id, candidate_id, gpu_type) DO NOTHING",
+                   kToQueue, "), q AS (", kQueueInsert,
+                   ") SELECT gpu_type, count(*) AS n FROM e GROUP BY gpu_type"),
+               {PgTextArray(ids), PgTextArray(refs), PgTextArray(spec.gpu_types), spec.task_id,
+                out.batch_id, job, spec.settings_json, std::to_string(spec.priority), spec.tenant,
+                PgTextArray(dialects)}));
     for (int i = 0; i < queued.rows(); ++i) {
       out.queued_per_type[queued.Get(i, "gpu_type")] = queued.GetInt(i, "n");
       out.evaluations += static_cast<int>(queued.GetInt(i, "n"));
@@ -251,6 +254,9 @@ namespace {
 //            equal keys go to the tenant served least recently on this GPU type
 //            (tenant_shares), then to the row that waited longest
 //  served    tenant_shares set to now() for the tenants leased to
+//  granted   each lease with what the worker needs; the dialect is the evaluation's, as its
+//            submitter gave it, not the shared candidate row's (that one only for evaluations
+//            from before migration 0011, which have none)
 // Defines `granted` and `passed`.
 std::string LeaseCtes(int n, const char* released = nullptr) {
   const std::string limit = std::to_string(std::max(n, 0));
@@ -295,7 +301,8 @@ std::string LeaseCtes(int n, const char* released = nullptr) {
       "  RETURNING q.evaluation_id, q.gpu_type, q.tenant), "
       "upd AS (UPDATE evaluations e SET state = 'leased', attempts = e.attempts + 1 "
       "  FROM gone g WHERE e.evaluation_id = g.evaluation_id "
-      "  RETURNING e.evaluation_id, e.attempts, e.task_id, e.candidate_id, e.settings, "
+      "  RETURNING e.evaluation_id, e.attempts, e.task_id, e.candidate_id, e.dialect, "
+      "  e.settings, "
       "  e.priority, e.batch_seq, e.enqueued_at, g.tenant, "
       "  extract(epoch FROM now() - e.enqueued_at) AS waited_s), "
       "ins AS (INSERT INTO leases (evaluation_id, worker_id, attempt, deadline, tenant) "
@@ -314,7 +321,8 @@ std::string LeaseCtes(int n, const char* released = nullptr) {
       "  (SELECT count(*) FROM cands WHERE lane <> $2) - "
       "  (SELECT count(*) FROM gone WHERE gpu_type <> $2) AS shared), "
       "granted AS (SELECT ins.lease_id, upd.evaluation_id, upd.attempts, t.name, "
-      "  t.source AS task_source, t.options::text AS options, c.source AS cand_source, c.dialect, "
+      "  t.source AS task_source, t.options::text AS options, c.source AS cand_source, "
+      "  coalesce(upd.dialect, c.dialect) AS dialect, "
       "  upd.settings::text AS settings, upd.waited_s, upd.priority, upd.batch_seq, "
       "  upd.enqueued_at FROM ins JOIN upd USING (evaluation_id) "
       "  JOIN tasks t ON t.task_id = upd.task_id "
