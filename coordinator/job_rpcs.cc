@@ -251,10 +251,15 @@ grpc::Status JobServiceImpl::CancelJob(grpc::ServerContext* ctx, const v1::Cance
   auto job = jobs_->GetJob(req->job_id());
   if (!job.ok()) return ToGrpcStatus(job.status());
   if (grpc::Status s = CheckReadable(*caller, *job); !s.ok()) return s;
-  if (!caller->Has(Role::kOperator) && job->owner != caller->name) {
+  // A principal is its name within its tenant: "alice" of one tenant is not "alice" of
+  // another (tenants name their principals independently).
+  if (!caller->Has(Role::kOperator) &&
+      (job->owner != caller->name || job->tenant != caller->tenant)) {
     return {grpc::StatusCode::PERMISSION_DENIED,
-            caller->name + " may not cancel job " + req->job_id() + ": it belongs to " +
-                (job->owner.empty() ? std::string("nobody") : job->owner) +
+            caller->name + " of tenant " + caller->tenant + " may not cancel job " + req->job_id() +
+                ": it belongs to " +
+                (job->owner.empty() ? std::string("nobody")
+                                    : job->owner + " of tenant " + job->tenant) +
                 " (only its owner or an operator may cancel it)"};
   }
   auto state = jobs_->CancelJob(req->job_id());

@@ -158,9 +158,9 @@ TEST(SecurityTest, JobsBelongToTheirPrincipalAndRolesLimitWhatTokensDo) {
   ASSERT_TRUE(submit(alice, &a2).ok());
   grpc::Status s = cancel(bob, a1.job_id());
   EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
-  EXPECT_EQ(s.error_message(), "bob may not cancel job " + a1.job_id() +
-                                   ": it belongs to alice (only its owner or an operator may "
-                                   "cancel it)");
+  EXPECT_EQ(s.error_message(), "bob of tenant lab may not cancel job " + a1.job_id() +
+                                   ": it belongs to alice of tenant lab (only its owner or an "
+                                   "operator may cancel it)");
   EXPECT_TRUE(cancel(alice, a1.job_id()).ok());
   EXPECT_TRUE(cancel("", a2.job_id()).error_code() == grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_TRUE(cancel(cluster.CreateToken("ops", "default", {"operator"}).token(), a2.job_id()).ok());
@@ -185,6 +185,34 @@ TEST(SecurityTest, JobsBelongToTheirPrincipalAndRolesLimitWhatTokensDo) {
                 .Get(0, 0),
             "alice:cancelled,alice:cancelled");
   batch_ctx.TryCancel();
+}
+
+// Red team, session 29: CancelJob compared the owner's name only, so "alice" of one tenant
+// cancelled the jobs of "alice" of another (who could read them: tenant public's).
+TEST(SecurityTest, APrincipalOfTheSameNameInAnotherTenantCannotCancelAJob) {
+  Cluster cluster("sec_same_name");
+  std::string task = cluster.SubmitTask("examples/tasks/tiny/tiny_relu.py");
+  std::string public_alice = cluster.CreateToken("alice", "public", {"researcher"}).token();
+  std::string lab_alice = cluster.CreateToken("alice", "lab-a", {"researcher"}).token();
+  v1::SubmitJobRequest job = ReluJobRequest(task, 1, 7);
+  job.set_gpu_types(0, "any");
+  std::string id = SubmitJob(*cluster.StubWithToken(public_alice), job);
+  ASSERT_FALSE(id.empty());
+  auto cancel = [&](const std::string& token) {
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    v1::CancelJobRequest req;
+    req.set_job_id(id);
+    v1::CancelJobResponse resp;
+    return cluster.StubWithToken(token)->CancelJob(&ctx, req, &resp);
+  };
+  grpc::Status s = cancel(lab_alice);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(s.error_message(), "alice of tenant lab-a may not cancel job " + id +
+                                   ": it belongs to alice of tenant public (only its owner or "
+                                   "an operator may cancel it)");
+  EXPECT_EQ(cluster.Query("SELECT state FROM jobs").Get(0, 0), "queued");
+  EXPECT_TRUE(cancel(public_alice).ok());
 }
 
 SubprocessResult Kforge(Cluster& cluster, std::vector<std::string> args,
