@@ -288,7 +288,9 @@ grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* ctx, const v1::WatchJ
   std::map<std::string, double> best;
   int round_sent = -1;
   ResultCursor cursor;  // each poll reads only results not read before
+  StreamCredentials credentials(auth_, *ctx);
   while (!ctx->IsCancelled()) {
+    if (absl::Status s = credentials.Recheck(); !s.ok()) return ToGrpcStatus(s);
     // Read the state first: whatever it says, the events read after it are complete.
     auto row = jobs_->GetJob(job_id);
     if (!row.ok()) return ToGrpcStatus(row.status());

@@ -238,7 +238,9 @@ grpc::Status JobServiceImpl::EvaluateBatch(grpc::ServerContext* ctx,
   constexpr absl::Duration kMinReadInterval = absl::Milliseconds(20);
   Notifier::BatchWatch watch(notifier_, batch_id);
   ResultCursor cursor;
+  StreamCredentials credentials(auth_, *ctx);
   while (!ctx->IsCancelled()) {
+    if (absl::Status s = credentials.Recheck(); !s.ok()) return ToGrpcStatus(s);
     uint64_t seen = watch.generation();
     absl::Time read_at = absl::Now();
     auto done = queue_.FinishedSince(batch_id, cursor);
