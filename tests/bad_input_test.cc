@@ -190,5 +190,50 @@ TEST(BadInputTest, ForgedResultsAreRefusedWithAReasonAndNothingIsStored) {
   batch_ctx.TryCancel();
 }
 
+// Red team, session 29: a worker registered a 200 kB gpu_type; every registered type is
+// listed in the "no worker pool serves" error, which then passed gRPC's limit
+// (RESOURCE_EXHAUSTED for every tenant), and labelled the metrics. Registration takes short
+// identifiers only: what workers derive from device names ("H200", "RTX3090"), "cpu", pool
+// names.
+TEST(BadInputTest, AWorkerMustRegisterAShortGpuTypeAndHostname) {
+  Cluster cluster("rogue_register");
+  const std::string address = cluster.coordinator()->grpc_address();
+  const std::string token = cluster.worker_token();
+  RogueWorker huge(address, std::string(200000, 'H'), token);
+  EXPECT_EQ(huge.registered().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(huge.registered().error_message(),
+            "facts.gpu_type '" + std::string(64, 'H') +
+                "...' (200000 bytes) must be 1..64 characters of A-Z, a-z, 0-9, '.', '_' and "
+                "'-'");
+  for (const std::string& bad : {std::string("NVIDIA H200"), std::string("H200\n"),
+                                 std::string("a/b"), std::string(65, 'x')}) {
+    RogueWorker w(address, bad, token);
+    EXPECT_EQ(w.registered().error_code(), grpc::StatusCode::INVALID_ARGUMENT) << bad;
+  }
+  for (const std::string& bad :
+       {std::string(256, 'h'), std::string("two words"), std::string("tab\there")}) {
+    RogueWorker w(address, "cpu", token, bad);
+    EXPECT_EQ(w.registered().error_code(), grpc::StatusCode::INVALID_ARGUMENT) << bad;
+    EXPECT_THAT(w.registered().error_message(), StartsWith("facts.hostname '"));
+  }
+  for (const char* good : {"H200", "RTX3090", "cpu", "cli-test-gpu", "gpu.v2_x"}) {
+    RogueWorker w(address, good, token, "node-7.pool.svc.cluster.local");
+    EXPECT_TRUE(w.registered().ok()) << good << ": " << w.registered().error_message();
+  }
+  EXPECT_TRUE(RogueWorker(address, "H100", token, std::string(255, 'h')).registered().ok());
+
+  v1::EvaluateBatchRequest batch;
+  batch.set_task_id(cluster.SubmitTask("examples/tasks/tiny/tiny_relu.py"));
+  batch.add_candidates()->set_source("class ModelNew: pass\n");
+  batch.add_gpu_types("H999");
+  grpc::Status s = RefusedBatch(*cluster.Stub(), batch);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message(),
+            "no worker pool serves GPU type 'H999' (known: H100, H200, RTX3090, any, "
+            "cli-test-gpu, cpu, gpu.v2_x, typeA, typeB); the coordinator's --gpu_pools names "
+            "pools that have no worker now");
+  EXPECT_EQ(cluster.Query("SELECT count(*) FROM workers").Get(0, 0), "6");
+}
+
 }  // namespace
 }  // namespace kforge
