@@ -70,16 +70,39 @@ absl::StatusOr<Completion> FakeWorkQueue::CompleteAndLease(const std::string& le
 }
 
 absl::StatusOr<std::string> FakeWorkQueue::Release(const std::string& lease_id,
-                                                   const std::string& worker_id,
-                                                   bool count_attempt) {
+                                                   const std::string& worker_id) {
   absl::MutexLock lock(&mu_);
   auto it = leases_.find(lease_id);
   if (it == leases_.end() || it->second.worker_id != worker_id) return std::string();
   const int64_t id = it->second.evaluation_id;
   leases_.erase(it);
-  if (!count_attempt) --evaluations_[id].attempts;
+  --evaluations_[id].attempts;
   RequeueLocked(id);
   return evaluations_[id].gpu_type;
+}
+
+absl::StatusOr<Refusal> FakeWorkQueue::Refuse(const std::string& lease_id,
+                                              const std::string& worker_id,
+                                              const std::string& reason) {
+  absl::MutexLock lock(&mu_);
+  Refusal out;
+  auto it = leases_.find(lease_id);
+  if (it == leases_.end() || it->second.worker_id != worker_id) return out;
+  const int64_t id = it->second.evaluation_id;
+  leases_.erase(it);
+  Evaluation& e = evaluations_[id];
+  if (e.attempts < kMaxAttempts) {
+    RequeueLocked(id);
+    out.requeued_gpu_type = e.gpu_type;
+    return out;
+  }
+  v1::EvalResult ended;
+  ended.set_verdict(v1::VERDICT_RUNTIME_ERROR);
+  ended.set_rule("result_refused");
+  ended.set_reason("result_refused: " + reason);
+  e.result = ended;
+  out.ended_batch_id = "batch";
+  return out;
 }
 
 absl::StatusOr<std::map<std::string, int64_t>> FakeWorkQueue::ReleaseWorkerLeases(

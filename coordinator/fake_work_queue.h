@@ -1,7 +1,8 @@
 // An in-memory WorkQueue (work_queue.h) for unit tests of what drives the queue (the lease
 // dispatcher): evaluations queued per GPU type in order, leases owned by one worker each with
 // a deadline on a fake clock, results stored once, operator drains, and injected failures. It
-// keeps the contract of work_queue.h; it does not model tenants, priorities or batches.
+// keeps the contract of work_queue.h; it does not model tenants, priorities, batches or content
+// hashes.
 //
 // Thread-safe (one mutex); the inspection methods read a consistent snapshot.
 #ifndef KFORGE_COORDINATOR_FAKE_WORK_QUEUE_H_
@@ -29,8 +30,10 @@ class FakeWorkQueue : public WorkQueue {
   absl::StatusOr<Completion> CompleteAndLease(const std::string& lease_id,
                                               const v1::EvalResult& result,
                                               const LeaseRequest& next) override;
-  absl::StatusOr<std::string> Release(const std::string& lease_id, const std::string& worker_id,
-                                      bool count_attempt = false) override;
+  absl::StatusOr<std::string> Release(const std::string& lease_id,
+                                      const std::string& worker_id) override;
+  absl::StatusOr<Refusal> Refuse(const std::string& lease_id, const std::string& worker_id,
+                                 const std::string& reason) override;
   absl::StatusOr<std::map<std::string, int64_t>> ReleaseWorkerLeases(
       const std::string& worker_id) override;
   absl::Status MarkWorker(const std::string& worker_id, const std::string& state) override;
@@ -60,6 +63,7 @@ class FakeWorkQueue : public WorkQueue {
     int attempts = 0;
     std::optional<v1::EvalResult> result;
   };
+  static constexpr int kMaxAttempts = 3;  // evaluations.max_attempts' default
   struct Held {
     std::string worker_id;
     int64_t evaluation_id = 0;

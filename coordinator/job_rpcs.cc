@@ -251,10 +251,15 @@ grpc::Status JobServiceImpl::CancelJob(grpc::ServerContext* ctx, const v1::Cance
   auto job = jobs_->GetJob(req->job_id());
   if (!job.ok()) return ToGrpcStatus(job.status());
   if (grpc::Status s = CheckReadable(*caller, *job); !s.ok()) return s;
-  if (!caller->Has(Role::kOperator) && job->owner != caller->name) {
+  // A principal is its name within its tenant: "alice" of one tenant is not "alice" of
+  // another (tenants name their principals independently).
+  if (!caller->Has(Role::kOperator) &&
+      (job->owner != caller->name || job->tenant != caller->tenant)) {
     return {grpc::StatusCode::PERMISSION_DENIED,
-            caller->name + " may not cancel job " + req->job_id() + ": it belongs to " +
-                (job->owner.empty() ? std::string("nobody") : job->owner) +
+            caller->name + " of tenant " + caller->tenant + " may not cancel job " + req->job_id() +
+                ": it belongs to " +
+                (job->owner.empty() ? std::string("nobody")
+                                    : job->owner + " of tenant " + job->tenant) +
                 " (only its owner or an operator may cancel it)"};
   }
   auto state = jobs_->CancelJob(req->job_id());
@@ -283,7 +288,9 @@ grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* ctx, const v1::WatchJ
   std::map<std::string, double> best;
   int round_sent = -1;
   ResultCursor cursor;  // each poll reads only results not read before
+  StreamCredentials credentials(auth_, *ctx);
   while (!ctx->IsCancelled()) {
+    if (absl::Status s = credentials.Recheck(); !s.ok()) return ToGrpcStatus(s);
     // Read the state first: whatever it says, the events read after it are complete.
     auto row = jobs_->GetJob(job_id);
     if (!row.ok()) return ToGrpcStatus(row.status());

@@ -1,9 +1,12 @@
 #include "coordinator/job_service.h"
 
-#include "common/base/log.h"
+#include <algorithm>
+#include <iterator>
 #include <set>
+#include <vector>
 
 #include "absl/strings/str_join.h"
+#include "common/base/log.h"
 #include "common/base/utf8.h"
 #include "common/dialect.h"
 #include "common/result_json.h"
@@ -46,8 +49,15 @@ grpc::Status JobServiceImpl::CheckGpuTypes(const std::vector<std::string>& types
   for (const std::string& t : types) {
     if (known.count(t)) continue;
     std::string shown = FirstInvalidUtf8(t) ? "(not UTF-8)" : t;
-    return Invalid("no worker pool serves GPU type '" + shown + "' (known: " +
-                   absl::StrJoin(known, ", ") +
+    // The message stays small whatever workers registered: gRPC refuses large ones.
+    constexpr size_t kMaxListed = 32;
+    std::vector<std::string> listed(known.begin(),
+                                    std::next(known.begin(), std::min(known.size(), kMaxListed)));
+    if (known.size() > kMaxListed) {
+      listed.push_back("and " + std::to_string(known.size() - kMaxListed) + " more");
+    }
+    return Invalid("no worker pool serves GPU type '" + shown +
+                   "' (known: " + absl::StrJoin(listed, ", ") +
                    "); the coordinator's --gpu_pools names pools that have no worker now");
   }
   return grpc::Status::OK;
@@ -238,7 +248,9 @@ grpc::Status JobServiceImpl::EvaluateBatch(grpc::ServerContext* ctx,
   constexpr absl::Duration kMinReadInterval = absl::Milliseconds(20);
   Notifier::BatchWatch watch(notifier_, batch_id);
   ResultCursor cursor;
+  StreamCredentials credentials(auth_, *ctx);
   while (!ctx->IsCancelled()) {
+    if (absl::Status s = credentials.Recheck(); !s.ok()) return ToGrpcStatus(s);
     uint64_t seen = watch.generation();
     absl::Time read_at = absl::Now();
     auto done = queue_.FinishedSince(batch_id, cursor);

@@ -77,8 +77,8 @@ absl::StatusOr<std::string> JobStore::CreateJob(const std::string& task_id,
           "   FROM jsonb_array_elements($5::jsonb) x), "
           " c AS (INSERT INTO candidates (candidate_id, source, dialect) "
           "   SELECT id, source, dialect FROM s ON CONFLICT (candidate_id) DO NOTHING), "
-          " jc AS (INSERT INTO job_candidates (job_id, candidate_id, round) "
-          "   SELECT j.job_id, s.id, 0 FROM j, s) "
+          " jc AS (INSERT INTO job_candidates (job_id, candidate_id, round, dialect) "
+          "   SELECT j.job_id, s.id, 0, s.dialect FROM j, s) "
           "SELECT job_id FROM j",
           {task_id, nlohmann::json(gpu_types).dump(), strategy, params.dump(), seed_rows.dump(),
            owner, tenant}));
@@ -195,7 +195,8 @@ absl::StatusOr<std::string> JobStore::TaskSource(const std::string& task_id) {
 absl::StatusOr<std::vector<search::Member>> JobStore::LoadPopulation(const std::string& job_id) {
   ASSIGN_OR_RETURN(
       PgResult r,
-      pool_.Exec("SELECT jc.candidate_id, c.source, c.dialect, jc.round, "
+      pool_.Exec("SELECT jc.candidate_id, c.source, coalesce(jc.dialect, c.dialect) AS dialect, "
+                 "  jc.round, "
                  "  array_to_json(jc.parent_ids)::text AS parents, "
                  "  coalesce(jc.analysis, '') AS analysis, coalesce(jc.idea, '') AS idea "
                  "FROM job_candidates jc JOIN candidates c USING (candidate_id) "
@@ -231,10 +232,10 @@ absl::Status JobStore::AddMember(const std::string& job_id, const search::Member
           "WITH c AS (INSERT INTO candidates (candidate_id, source, dialect) "
           "  VALUES ($2, $3, $4) ON CONFLICT (candidate_id) DO NOTHING) "
           "INSERT INTO job_candidates (job_id, candidate_id, round, parent_ids, prompt, "
-          "  analysis, completion, llm_call_id, idea) "
+          "  analysis, completion, llm_call_id, idea, dialect) "
           "VALUES ($1, $2, $5, ARRAY(SELECT jsonb_array_elements_text($6::jsonb)), $7, $8, $9, "
           "  (SELECT call_id FROM llm_calls WHERE call_id = nullif($10, '0')::bigint), "
-          "  nullif($11, '')) "
+          "  nullif($11, ''), $4) "
           "ON CONFLICT (job_id, candidate_id) DO NOTHING",
           {job_id, m.candidate_id, m.source, m.dialect, std::to_string(m.round),
            nlohmann::json(m.parents).dump(), prompt, m.analysis, completion,

@@ -248,10 +248,24 @@ void LeaseDispatcher::StoreResult(const v1::WorkerMessage::Result& r) {
     done = queue_.CompleteAndLease(r.lease_id(), r.result(), next);
   }
   int granted = 0;
-  if (!done.ok()) {
-    // The lease stays; the worker re-sends after reconnecting, or it expires.
+  if (!done.ok() && absl::IsInvalidArgument(done.status())) {
+    // The database refused this result's data (a data exception or a constraint): storing it
+    // again would fail again, and an untold worker's lease would be leased again and again.
+    // The database's text may quote the data: only the log has it, not the worker or the
+    // stored reason.
+    LogError("result not storable",
+             {{"lease_id", r.lease_id()}, {"error", std::string(done.status().message())}});
+    RefuseResult(r.lease_id(),
+                 "the database refused to store it as data (the coordinator's log says why)");
+  } else if (!done.ok()) {
+    // Transient or unknown: the lease stays; the worker re-sends after reconnecting, or it
+    // expires, which counts the attempt.
     LogError("result not stored",
              {{"lease_id", r.lease_id()}, {"error", std::string(done.status().message())}});
+  } else if (!done->mismatch.empty()) {
+    granted = static_cast<int>(done->next.grants.size());
+    Send(done->next);
+    RefuseResult(r.lease_id(), "malformed result: " + done->mismatch);
   } else {
     granted = static_cast<int>(done->next.grants.size());
     Send(done->next);
@@ -286,13 +300,23 @@ void LeaseDispatcher::CutOff(const std::string& why) {
 }
 
 // Stores nothing of a malformed result: the lease goes back to the queue with its attempt
-// counted (a worker that keeps sending garbage uses the evaluation's attempts up), and the
-// worker is told why.
+// counted (a worker that keeps sending garbage uses the evaluation's attempts up, and a result
+// every worker produces alike ends the evaluation after its last attempt instead of looping),
+// and the worker is told why.
 void LeaseDispatcher::RefuseResult(const std::string& lease_id, const std::string& reason) {
   LogWarning("result refused",
              {{"lease_id", lease_id}, {"worker_id", settings_.worker_id}, {"reason", reason}});
   metrics_.refused.Add({{"gpu_type", settings_.gpu_type}}).Increment();
-  Release(lease_id, /*count_attempt=*/true);
+  auto refusal = queue_.Refuse(lease_id, settings_.worker_id, reason);
+  if (!refusal.ok()) {
+    LogWarning("refused lease not handed back",
+               {{"lease_id", lease_id}, {"error", std::string(refusal.status().message())}});
+  } else if (!refusal->requeued_gpu_type.empty()) {
+    notifier_.WorkAdded(refusal->requeued_gpu_type, 1);
+  } else if (!refusal->ended_batch_id.empty()) {
+    LogWarning("evaluation ended: every attempt's result was refused", {{"lease_id", lease_id}});
+    notifier_.BatchChanged(refusal->ended_batch_id);
+  }
   v1::CoordinatorMessage out;
   out.mutable_result_refused()->set_lease_id(lease_id);
   out.mutable_result_refused()->set_reason(reason);
@@ -300,8 +324,8 @@ void LeaseDispatcher::RefuseResult(const std::string& lease_id, const std::strin
   waiter_.Wake();  // the freed slot is the handler's to fill
 }
 
-void LeaseDispatcher::Release(const std::string& lease_id, bool count_attempt) {
-  auto type = queue_.Release(lease_id, settings_.worker_id, count_attempt);
+void LeaseDispatcher::Release(const std::string& lease_id) {
+  auto type = queue_.Release(lease_id, settings_.worker_id);
   if (!type.ok()) {
     LogWarning("release failed",
                {{"lease_id", lease_id}, {"error", std::string(type.status().message())}});

@@ -3,12 +3,14 @@
 // this stream and those its hello says it still holds; none while it drains; an operator's
 // drain is the queue's to honour), heartbeats (extend the leases the worker lists), results
 // (validated on arrival with result_validation.h: a malformed one is refused and its lease
-// requeued with the attempt counted; a valid one is stored together with the worker's next
-// leases, and only if the lease is still the worker's, which the WorkQueue decides), and
-// releases. The worker's credentials are checked again at every message it sends and, at
-// most once per poll interval, before leases are offered: a revoked or expired worker is cut
-// off and its leases requeued. WorkerServiceImpl (worker_service.h) is the gRPC adapter that
-// feeds it.
+// requeued with the attempt counted, the evaluation ending after its last attempt; a valid one
+// is stored together with the worker's next leases, and only if the lease is still the
+// worker's and the result's hashes are the leased task's and candidate's, which the WorkQueue
+// decides; a result that names other sources, or that the database refuses as data, is
+// refused the same way), and releases. The worker's credentials are checked again at every message
+// it sends and, at most once per poll interval, before leases are offered: a revoked or expired
+// worker is cut off and its leases requeued. WorkerServiceImpl (worker_service.h) is the gRPC
+// adapter that feeds it.
 //
 // Threading: one dispatcher per stream, driven by two threads: the handler thread in
 // RunLeasing (or OfferLeases), which leases for free slots nothing else fills and otherwise
@@ -126,7 +128,7 @@ class LeaseDispatcher {
   void StoreResult(const v1::WorkerMessage::Result& result);
   void CutOff(const std::string& why);
   void RefuseResult(const std::string& lease_id, const std::string& reason);
-  void Release(const std::string& lease_id, bool count_attempt = false);
+  void Release(const std::string& lease_id);
   // Writes the leases to the worker. Leases it can no longer receive go back to the queue.
   void Send(const Leased& leased);
   bool Write(const v1::CoordinatorMessage& message);

@@ -399,15 +399,41 @@ TEST_F(LeaseDispatcherTest, AResultIsRetriedWhileTheQueueIsUnavailable) {
   EXPECT_TRUE(queue_.StoredResult(id).has_value());
 }
 
-TEST_F(LeaseDispatcherTest, APermanentStoreErrorLeavesTheLease) {
+TEST_F(LeaseDispatcherTest, AnUnknownStoreErrorLeavesTheLeaseToExpire) {
   const int64_t id = queue_.Enqueue("H200");
   RecordingSender sender;
   auto d = LeasedOne(sender);
-  queue_.FailCompletions(absl::InvalidArgumentError("bad row"), 1);
+  queue_.FailCompletions(absl::InternalError("disk full"), 1);
   EXPECT_TRUE(d->Handle(ResultOf("lease-1", CompileError())));
   EXPECT_EQ(queue_.completion_calls(), 1);
   EXPECT_FALSE(queue_.StoredResult(id).has_value());
   EXPECT_EQ(queue_.Holder("lease-1"), "w1");
+}
+
+// Red team, session 29: the database refusing a result's data (INVALID_ARGUMENT: a data
+// exception or a constraint) will refuse it again; the lease used to stay, untold to the
+// worker, and the evaluation came back after every expiry. The result is refused like a
+// malformed one, and the evaluation ends once its attempts are used up.
+TEST_F(LeaseDispatcherTest, AResultTheDatabaseRefusesAsDataIsRefusedAndEndsAfterTheLastAttempt) {
+  const int64_t id = queue_.Enqueue("H200");
+  RecordingSender sender;
+  auto d = LeasedOne(sender);
+  queue_.FailCompletions(absl::InvalidArgumentError("unsupported Unicode escape sequence"), 3);
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    const std::string lease = "lease-" + std::to_string(attempt);
+    EXPECT_TRUE(d->Handle(ResultOf(lease, CompileError())));
+    ASSERT_TRUE(sender.sent.back().has_result_refused()) << attempt;
+    EXPECT_EQ(sender.sent.back().result_refused().reason(),
+              "the database refused to store it as data (the coordinator's log says why)");
+    EXPECT_EQ(queue_.Holder(lease), "");
+    if (attempt < 3) {
+      EXPECT_THAT(queue_.Queued(), ElementsAre(id));
+      ASSERT_TRUE(d->OfferLeases().granted == 1) << attempt;
+    }
+  }
+  EXPECT_THAT(queue_.Queued(), IsEmpty());
+  ASSERT_TRUE(queue_.StoredResult(id).has_value());
+  EXPECT_EQ(queue_.StoredResult(id)->rule(), "result_refused");
 }
 
 TEST_F(LeaseDispatcherTest, RunLeasingReturnsOnceTheReaderEnded) {

@@ -64,7 +64,10 @@ absl::StatusOr<WorkerRow> PgStore::GetWorker(const std::string& worker_id) {
 
 absl::StatusOr<std::vector<std::string>> PgStore::RegisteredGpuTypes() {
   ASSIGN_OR_RETURN(PgResult r,
-                   pool_.Exec("SELECT DISTINCT gpu_type FROM workers ORDER BY gpu_type"));
+                   pool_.Exec("SELECT DISTINCT gpu_type FROM workers "
+                              // Types registered before session 29 were not checked; one of
+                              // 200 kB made every "no worker pool serves" error too large.
+                              "WHERE gpu_type ~ '^[A-Za-z0-9._-]{1,64}$' ORDER BY gpu_type"));
   std::vector<std::string> out;
   for (int i = 0; i < r.rows(); ++i) out.push_back(r.Get(i, "gpu_type"));
   return out;

@@ -53,7 +53,7 @@ class PgStore {
   // NOT_FOUND for an unknown id (the worker must register again).
   absl::StatusOr<WorkerRow> GetWorker(const std::string& worker_id);
   // Every GPU type a worker ever registered with (gone workers included: a pool scaled to
-  // zero still receives work).
+  // zero still receives work) that is a valid name (IsGpuTypeName, task_validation.h).
   absl::StatusOr<std::vector<std::string>> RegisteredGpuTypes();
   // Workers that heartbeated within `alive_window_s`, and the others still marked active.
   absl::StatusOr<std::vector<WorkerRow>> ListWorkers(double alive_window_s);

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/base/sha256.h"
+#include "common/base/utf8.h"
 #include "common/result_json.h"
 #include "common/status_macros.h"
 #include "coordinator/result_columns.h"
@@ -117,25 +118,28 @@ absl::StatusOr<EnqueuedBatch> QueueStore::Enqueue(const BatchSpec& spec, int64_t
                            {PgTextArray(ids), PgTextArray(sources), PgTextArray(dialects)})
                         .status());
     // One evaluation per candidate x GPU type; batch_seq numbers them in that order, which is
-    // also the order of their ids. A candidate given twice is evaluated once.
+    // also the order of their ids. A candidate given twice is evaluated once. The candidates
+    // row is shared by every tenant that submits the source and keeps the first submitter's
+    // dialect, so each evaluation carries the dialect this batch gave (migration 0011).
     ASSIGN_OR_RETURN(
         PgResult queued,
-        c.Exec(
-            absl::StrCat(
-                "WITH input AS ("
-                "  SELECT c.id, c.ref, g.gpu, "
-                "    ((c.n - 1) * cardinality($3::text[]) + g.n - 1)::int AS seq "
-                "  FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS c(id, ref, n) "
-                "  CROSS JOIN unnest($3::text[]) WITH ORDINALITY AS g(gpu, n)), "
-                "e AS (INSERT INTO evaluations AS e (candidate_id, task_id, batch_id, job_id, "
-                "    client_ref, gpu_type, settings, priority, batch_seq, tenant) "
-                "  SELECT id, $4, $5, $6, ref, gpu, $7::jsonb, $8, seq, nullif($9, '') "
-                "  FROM input ORDER BY seq "
-                "  ON CONFLICT (batch_id, candidate_id, gpu_type) DO NOTHING",
-                kToQueue, "), q AS (", kQueueInsert,
-                ") SELECT gpu_type, count(*) AS n FROM e GROUP BY gpu_type"),
-            {PgTextArray(ids), PgTextArray(refs), PgTextArray(spec.gpu_types), spec.task_id,
-             out.batch_id, job, spec.settings_json, std::to_string(spec.priority), spec.tenant}));
+        c.Exec(absl::StrCat(
+                   "WITH input AS ("
+                   "  SELECT c.id, c.ref, c.dialect, g.gpu, "
+                   "    ((c.n - 1) * cardinality($3::text[]) + g.n - 1)::int AS seq "
+                   "  FROM unnest($1::text[], $2::text[], $10::text[]) "
+                   "    WITH ORDINALITY AS c(id, ref, dialect, n) "
+                   "  CROSS JOIN unnest($3::text[]) WITH ORDINALITY AS g(gpu, n)), "
+                   "e AS (INSERT INTO evaluations AS e (candidate_id, task_id, batch_id, job_id, "
+                   "    client_ref, gpu_type, settings, priority, batch_seq, tenant, dialect) "
+                   "  SELECT id, $4, $5, $6, ref, gpu, $7::jsonb, $8, seq, nullif($9, ''), dialect "
+                   "  FROM input ORDER BY seq "
+                   "  ON CONFLICT (batch_id, candidate_id, gpu_type) DO NOTHING",
+                   kToQueue, "), q AS (", kQueueInsert,
+                   ") SELECT gpu_type, count(*) AS n FROM e GROUP BY gpu_type"),
+               {PgTextArray(ids), PgTextArray(refs), PgTextArray(spec.gpu_types), spec.task_id,
+                out.batch_id, job, spec.settings_json, std::to_string(spec.priority), spec.tenant,
+                PgTextArray(dialects)}));
     for (int i = 0; i < queued.rows(); ++i) {
       out.queued_per_type[queued.Get(i, "gpu_type")] = queued.GetInt(i, "n");
       out.evaluations += static_cast<int>(queued.GetInt(i, "n"));
@@ -251,6 +255,9 @@ namespace {
 //            equal keys go to the tenant served least recently on this GPU type
 //            (tenant_shares), then to the row that waited longest
 //  served    tenant_shares set to now() for the tenants leased to
+//  granted   each lease with what the worker needs; the dialect is the evaluation's, as its
+//            submitter gave it, not the shared candidate row's (that one only for evaluations
+//            from before migration 0011, which have none)
 // Defines `granted` and `passed`.
 std::string LeaseCtes(int n, const char* released = nullptr) {
   const std::string limit = std::to_string(std::max(n, 0));
@@ -295,7 +302,8 @@ std::string LeaseCtes(int n, const char* released = nullptr) {
       "  RETURNING q.evaluation_id, q.gpu_type, q.tenant), "
       "upd AS (UPDATE evaluations e SET state = 'leased', attempts = e.attempts + 1 "
       "  FROM gone g WHERE e.evaluation_id = g.evaluation_id "
-      "  RETURNING e.evaluation_id, e.attempts, e.task_id, e.candidate_id, e.settings, "
+      "  RETURNING e.evaluation_id, e.attempts, e.task_id, e.candidate_id, e.dialect, "
+      "  e.settings, "
       "  e.priority, e.batch_seq, e.enqueued_at, g.tenant, "
       "  extract(epoch FROM now() - e.enqueued_at) AS waited_s), "
       "ins AS (INSERT INTO leases (evaluation_id, worker_id, attempt, deadline, tenant) "
@@ -314,7 +322,8 @@ std::string LeaseCtes(int n, const char* released = nullptr) {
       "  (SELECT count(*) FROM cands WHERE lane <> $2) - "
       "  (SELECT count(*) FROM gone WHERE gpu_type <> $2) AS shared), "
       "granted AS (SELECT ins.lease_id, upd.evaluation_id, upd.attempts, t.name, "
-      "  t.source AS task_source, t.options::text AS options, c.source AS cand_source, c.dialect, "
+      "  t.source AS task_source, t.options::text AS options, c.source AS cand_source, "
+      "  coalesce(upd.dialect, c.dialect) AS dialect, "
       "  upd.settings::text AS settings, upd.waited_s, upd.priority, upd.batch_seq, "
       "  upd.enqueued_at FROM ins JOIN upd USING (evaluation_id) "
       "  JOIN tasks t ON t.task_id = upd.task_id "
@@ -391,7 +400,9 @@ absl::StatusOr<Completion> QueueStore::CompleteAndLease(const std::string& lease
                                                         const v1::EvalResult& result,
                                                         const LeaseRequest& next) {
   // Parameters $4.. : lease id, the result JSON, then the result's columns (result_columns.h).
-  // The result is stored only if this worker's lease still exists.
+  // The result is stored only if this worker's lease still exists, and only if the hashes it
+  // carries (a worker's failures may carry none) are those of the leased task and candidate:
+  // task_id and candidate_id are the sources' SHA-256.
   PgParams params = LeaseParams(next);
   params.insert(params.end(), {lease_id, ResultToJson(result)});
   for (ResultColumn& c : ResultColumns(result)) params.push_back(std::move(c.value));
@@ -399,7 +410,17 @@ absl::StatusOr<Completion> QueueStore::CompleteAndLease(const std::string& lease
       PgResult r,
       pool_.ExecPrepared(
           absl::StrCat(
-              "WITH l AS (DELETE FROM leases WHERE lease_id = $4::uuid AND worker_id = $1::uuid "
+              "WITH mismatch AS (SELECT concat_ws('; ', "
+              "    CASE WHEN ($5::jsonb)->>'task_sha256' NOT IN ('', e.task_id) "
+              "      THEN 'task_sha256 is ' || left(($5::jsonb)->>'task_sha256', 64) || "
+              "        ' but the leased task''s is ' || e.task_id END, "
+              "    CASE WHEN ($5::jsonb)->>'candidate_sha256' NOT IN ('', e.candidate_id) "
+              "      THEN 'candidate_sha256 is ' || left(($5::jsonb)->>'candidate_sha256', 64) || "
+              "        ' but the leased candidate''s is ' || e.candidate_id END) AS why "
+              "  FROM leases x JOIN evaluations e USING (evaluation_id) "
+              "  WHERE x.lease_id = $4::uuid AND x.worker_id = $1::uuid), "
+              "l AS (DELETE FROM leases WHERE lease_id = $4::uuid AND worker_id = $1::uuid "
+              "  AND NOT EXISTS (SELECT 1 FROM mismatch WHERE why <> '') "
               "  RETURNING evaluation_id, tenant), "
               "done AS (UPDATE evaluations e SET state = 'done', ",
               ResultColumnAssignments(6),
@@ -411,6 +432,7 @@ absl::StatusOr<Completion> QueueStore::CompleteAndLease(const std::string& lease
               "  RETURNING e.batch_id), ",
               LeaseCtes(next.max_leases, "l"),
               "SELECT (SELECT batch_id::text FROM done) AS done_batch, "
+              "  (SELECT why FROM mismatch) AS mismatch, "
               "  passed.own AS passed_own, passed.shared AS passed_shared, g.* "
               "FROM passed LEFT JOIN granted g ON true",
               kGrantOrder),
@@ -418,22 +440,69 @@ absl::StatusOr<Completion> QueueStore::CompleteAndLease(const std::string& lease
   Completion out;
   out.stored = !r.IsNull(0, r.col("done_batch"));
   if (out.stored) out.batch_id = r.Get(0, "done_batch");
+  if (!r.IsNull(0, r.col("mismatch"))) out.mismatch = r.Get(0, "mismatch");
   out.next = ParseLeased(r, next.gpu_type);
   return out;
 }
 
 absl::StatusOr<std::string> QueueStore::Release(const std::string& lease_id,
-                                                const std::string& worker_id, bool count_attempt) {
+                                                const std::string& worker_id) {
   ASSIGN_OR_RETURN(
-      PgResult r, pool_.ExecPrepared(
-                      absl::StrCat("WITH l AS (DELETE FROM leases WHERE lease_id = $1::uuid "
-                                   "  AND worker_id = $2::uuid RETURNING evaluation_id), "
-                                   "e AS (UPDATE evaluations e SET state = 'queued', "
-                                   "  attempts = e.attempts - CASE WHEN $3::bool THEN 0 ELSE 1 END "
-                                   "  FROM l WHERE e.evaluation_id = l.evaluation_id",
-                                   kToQueue, ")", kQueueInsert, "RETURNING gpu_type"),
-                      {lease_id, worker_id, count_attempt ? "true" : "false"}));
+      PgResult r,
+      pool_.ExecPrepared(absl::StrCat("WITH l AS (DELETE FROM leases WHERE lease_id = $1::uuid "
+                                      "  AND worker_id = $2::uuid RETURNING evaluation_id), "
+                                      "e AS (UPDATE evaluations e SET state = 'queued', "
+                                      "  attempts = e.attempts - 1 "
+                                      "  FROM l WHERE e.evaluation_id = l.evaluation_id",
+                                      kToQueue, ")", kQueueInsert, "RETURNING gpu_type"),
+                         {lease_id, worker_id}));
   return r.rows() == 0 ? std::string() : r.Get(0, "gpu_type");
+}
+
+namespace {
+
+// The reason an evaluation ended with after its last attempt's result was refused ($3).
+constexpr char kRefusedReason[] =
+    "('result_refused: attempt ' || e.attempts || ' of ' || e.max_attempts || "
+    "' ended with a result the coordinator refused (' || $3 || '); not retried again')";
+
+}  // namespace
+
+absl::StatusOr<Refusal> QueueStore::Refuse(const std::string& lease_id,
+                                           const std::string& worker_id,
+                                           const std::string& reason) {
+  // The reason is ours, but may quote what the worker or the database said: stored as text
+  // and jsonb, it must hold no NUL and stay small.
+  std::string why = PrintableUtf8(reason.substr(0, 1024));
+  ASSIGN_OR_RETURN(
+      PgResult r,
+      pool_.ExecPrepared(
+          absl::StrCat(
+              "WITH l AS (DELETE FROM leases WHERE lease_id = $1::uuid "
+              "  AND worker_id = $2::uuid RETURNING evaluation_id), "
+              "ended AS (UPDATE evaluations e SET state = 'done', verdict = 'runtime_error', "
+              "  rule = 'result_refused', finished_at = now(), done_xid = pg_current_xact_id(), "
+              "  reason = ",
+              kRefusedReason,
+              ", result = jsonb_build_object('verdict', "
+              "    'runtime_error', 'rule', 'result_refused', 'reason', ",
+              kRefusedReason,
+              ", "
+              "    'speedup', NULL) "
+              "  FROM l WHERE e.evaluation_id = l.evaluation_id AND e.state = 'leased' "
+              "    AND e.attempts >= e.max_attempts RETURNING e.batch_id), "
+              "e AS (UPDATE evaluations e SET state = 'queued' "
+              "  FROM l WHERE e.evaluation_id = l.evaluation_id AND e.state = 'leased' "
+              "    AND e.attempts < e.max_attempts",
+              kToQueue, "), q AS (", kQueueInsert,
+              " RETURNING gpu_type) "
+              "SELECT (SELECT gpu_type FROM q) AS requeued, "
+              "  (SELECT batch_id::text FROM ended) AS ended"),
+          {lease_id, worker_id, why}));
+  Refusal out;
+  if (!r.IsNull(0, r.col("requeued"))) out.requeued_gpu_type = r.Get(0, "requeued");
+  if (!r.IsNull(0, r.col("ended"))) out.ended_batch_id = r.Get(0, "ended");
+  return out;
 }
 
 absl::StatusOr<std::map<std::string, int64_t>> QueueStore::ReleaseWorkerLeases(

@@ -133,8 +133,10 @@ class QueueStore : public WorkQueue {
   absl::StatusOr<Completion> CompleteAndLease(const std::string& lease_id,
                                               const v1::EvalResult& result,
                                               const LeaseRequest& next) override;
-  absl::StatusOr<std::string> Release(const std::string& lease_id, const std::string& worker_id,
-                                      bool count_attempt = false) override;
+  absl::StatusOr<std::string> Release(const std::string& lease_id,
+                                      const std::string& worker_id) override;
+  absl::StatusOr<Refusal> Refuse(const std::string& lease_id, const std::string& worker_id,
+                                 const std::string& reason) override;
   absl::StatusOr<std::map<std::string, int64_t>> ReleaseWorkerLeases(
       const std::string& worker_id) override;
   absl::StatusOr<ReclaimStats> ReclaimExpired();

@@ -1,9 +1,14 @@
 #include "coordinator/result_validation.h"
 
 #include <cmath>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/base/utf8.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/message.h"
 #include "google/protobuf/repeated_field.h"
 
 namespace kforge {
@@ -265,6 +270,41 @@ absl::Status CheckClocks(const v1::EvalResult& r, bool ok, const ResultLimits& l
   return CheckInterval("speedup", "", r.speedup(), r.speedup_ci_low(), r.speedup_ci_high());
 }
 
+// Every string field of `m` at any depth (repeated and map entries included), named by its
+// path from the result ("reason", "system.gpu_name", "x[2].key"): PostgreSQL keeps results
+// as text and jsonb, which hold neither NUL (jsonb refuses \u0000: SQLSTATE 22P05) nor
+// invalid UTF-8, and a result the database refuses could never be stored.
+absl::Status CheckStrings(const google::protobuf::Message& m, const std::string& path) {
+  using google::protobuf::FieldDescriptor;
+  const google::protobuf::Reflection* refl = m.GetReflection();
+  std::vector<const FieldDescriptor*> fields;
+  refl->ListFields(m, &fields);
+  for (const FieldDescriptor* f : fields) {
+    const std::string name = path.empty() ? f->name() : absl::StrCat(path, ".", f->name());
+    const int n = f->is_repeated() ? refl->FieldSize(m, f) : 1;
+    for (int i = 0; i < n; ++i) {
+      const std::string at = f->is_repeated() ? absl::StrCat(name, "[", i, "]") : name;
+      if (f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+        const google::protobuf::Message& sub =
+            f->is_repeated() ? refl->GetRepeatedMessage(m, f, i) : refl->GetMessage(m, f);
+        if (absl::Status s = CheckStrings(sub, at); !s.ok()) return s;
+      } else if (f->type() == FieldDescriptor::TYPE_STRING) {
+        std::string scratch;
+        const std::string& text = f->is_repeated()
+                                      ? refl->GetRepeatedStringReference(m, f, i, &scratch)
+                                      : refl->GetStringReference(m, f, &scratch);
+        if (size_t nul = text.find('\0'); nul != std::string::npos) {
+          return Bad(at, absl::StrCat("contains a NUL byte (byte ", nul, ")"));
+        }
+        if (std::optional<size_t> bad = FirstInvalidUtf8(text)) {
+          return Bad(at, absl::StrCat("is not valid UTF-8 (byte ", *bad, ")"));
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckStages(const v1::StageDurations& st) {
   const google::protobuf::Reflection* refl = st.GetReflection();
   const google::protobuf::Descriptor* desc = st.GetDescriptor();
@@ -285,6 +325,8 @@ absl::Status ValidateResult(const v1::EvalResult& r, const ResultLimits& limits)
   if (size_t bytes = r.ByteSizeLong(); bytes > limits.max_result_bytes) {
     return Bad("", absl::StrCat("is ", bytes, " bytes; the limit is ", limits.max_result_bytes));
   }
+  // Before anything that quotes a string of the result in its message.
+  if (absl::Status s = CheckStrings(r, ""); !s.ok()) return s;
   if (r.verdict() == v1::VERDICT_UNSPECIFIED || !v1::Verdict_IsValid(r.verdict())) {
     return Bad("verdict", absl::StrCat("is ", static_cast<int>(r.verdict()),
                                        "; it must be one of ok, compile_error, runtime_error, "

@@ -3,7 +3,8 @@
 // always with one; timings finite and positive where a program was timed; no NaN or infinity
 // where a number is measured), the two clocks agree with it (each clock's speedup only with
 // `ok` and equal to its timings' ratio; an `ok` names its clock, device or call, whose speedup
-// is `speedup`, inside its confidence interval when one is given), and sizes are bounded. A
+// is `speedup`, inside its confidence interval when one is given), every string at any depth
+// is UTF-8 without NUL (what PostgreSQL's text and jsonb can hold), and sizes are bounded. A
 // worker is a network peer: what it sends is input, not truth (docs/security.md, "Results").
 //
 // Pure functions; thread-safe.

@@ -390,5 +390,40 @@ TEST(ResultValidationTest, BoundsSizes) {
   EXPECT_EQ(ValidateResult(OkResult(), limits).code(), absl::StatusCode::kInvalidArgument);
 }
 
+// Red team, session 29: a NUL byte in any string of a result passed validation, then
+// PostgreSQL's jsonb refused it (22P05) and the lease was never answered. Every string, at
+// any depth, must be what PostgreSQL can store.
+TEST(ResultValidationTest, RefusesNulAndInvalidUtf8InEveryStringAtAnyDepth) {
+  const std::string nul("bad\0byte", 8);
+  v1::EvalResult r = OkResult();
+  r.set_reason(nul);
+  EXPECT_EQ(ValidateResult(r).message(), "malformed result: reason contains a NUL byte (byte 3)");
+  r = OkResult();
+  r.set_compiler_log("fine\n" + nul);
+  EXPECT_EQ(ValidateResult(r).message(),
+            "malformed result: compiler_log contains a NUL byte (byte 8)");
+  r = OkResult();
+  r.set_output_log(nul);
+  EXPECT_EQ(ValidateResult(r).message(),
+            "malformed result: output_log contains a NUL byte (byte 3)");
+  r = OkResult();
+  r.mutable_system()->set_hostname(nul);
+  EXPECT_EQ(ValidateResult(r).message(),
+            "malformed result: system.hostname contains a NUL byte (byte 3)");
+  r = OkResult();
+  r.set_speedup_clock(std::string("device\0", 7));
+  EXPECT_EQ(ValidateResult(r).message(),
+            "malformed result: speedup_clock contains a NUL byte (byte 6)");
+  // Protobuf's parser refuses invalid UTF-8 in a string field of a message off the wire; a
+  // result built in memory (or by another parser) is checked all the same.
+  r = OkResult();
+  r.mutable_system()->set_gpu_name("caf\xc3");
+  EXPECT_EQ(ValidateResult(r).message(),
+            "malformed result: system.gpu_name is not valid UTF-8 (byte 3)");
+  r = OkResult();
+  r.set_reason("caf\xc3\xa9, \xe2\x9c\x93 and a tab\t");
+  EXPECT_TRUE(ValidateResult(r).ok()) << ValidateResult(r);
+}
+
 }  // namespace
 }  // namespace kforge

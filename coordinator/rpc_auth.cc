@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "absl/strings/str_cat.h"
+
 namespace kforge {
 
 absl::StatusOr<Principal> RpcAuth::Identify(const grpc::ServerContext& ctx) const {
@@ -26,6 +28,18 @@ absl::StatusOr<Principal> RpcAuth::Check(const grpc::ServerContext& ctx,
   if (!p.ok()) return p;
   if (absl::Status s = Require(*p, any_of, action); !s.ok()) return s;
   return p;
+}
+
+absl::Status StreamCredentials::Recheck() {
+  const absl::Time now = absl::Now();
+  if (now - checked_at_ < interval_) return absl::OkStatus();
+  checked_at_ = now;
+  absl::StatusOr<Principal> p = auth_.Identify(ctx_);
+  if (!p.ok() && absl::IsUnauthenticated(p.status())) {
+    return absl::UnauthenticatedError(
+        absl::StrCat("credentials no longer valid: ", p.status().message()));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace kforge

@@ -9,9 +9,10 @@
 #define KFORGE_COORDINATOR_RPC_AUTH_H_
 
 #include <initializer_list>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "coordinator/auth.h"
 #include "grpcpp/server_context.h"
 
@@ -30,6 +31,28 @@ class RpcAuth {
 
  private:
   const Authenticator* const authenticator_;
+};
+
+// The credentials of a server stream that stays open (EvaluateBatch, WatchJob), checked again
+// while it lasts: a token revoked or expired after the call began must not go on receiving
+// results and events. Checks at most once per `interval` (each check reads the token store).
+// Only UNAUTHENTICATED ends the stream: a token store that cannot be read now (UNAVAILABLE)
+// is not a reason to cut a caller off. Used by the stream's one handler thread; `auth` and
+// `ctx` outlive it.
+class StreamCredentials {
+ public:
+  StreamCredentials(const RpcAuth& auth, const grpc::ServerContext& ctx,
+                    absl::Duration interval = absl::Seconds(1))
+      : auth_(auth), ctx_(ctx), interval_(interval), checked_at_(absl::Now()) {}
+
+  // OK, or UNAUTHENTICATED "credentials no longer valid: <why>" once they are not.
+  absl::Status Recheck();
+
+ private:
+  const RpcAuth& auth_;
+  const grpc::ServerContext& ctx_;
+  const absl::Duration interval_;
+  absl::Time checked_at_;
 };
 
 }  // namespace kforge

@@ -1,11 +1,13 @@
 #include "coordinator/task_validation.h"
 
+#include <algorithm>
 #include <cctype>
 #include <optional>
 #include <regex>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/base/utf8.h"
@@ -64,6 +66,34 @@ absl::Status ValidateUuid(std::string_view text, const std::string& what) {
   std::string shown(text.substr(0, 64));
   if (FirstInvalidUtf8(shown)) shown = "(not UTF-8)";
   return absl::InvalidArgumentError(absl::StrCat(what, " '", shown, "' is not a UUID"));
+}
+
+bool IsGpuTypeName(std::string_view text) {
+  if (text.empty() || text.size() > kMaxGpuTypeChars) return false;
+  return std::all_of(text.begin(), text.end(), [](char c) {
+    return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+  });
+}
+
+absl::Status ValidateWorkerNames(std::string_view gpu_type, std::string_view hostname) {
+  auto shown = [](std::string_view text) {
+    std::string out = PrintableUtf8(text.substr(0, 64));
+    return text.size() > 64 ? out + "..." : out;
+  };
+  if (!IsGpuTypeName(gpu_type)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "facts.gpu_type '", shown(gpu_type), "' (", gpu_type.size(), " bytes) must be 1..",
+        kMaxGpuTypeChars, " characters of A-Z, a-z, 0-9, '.', '_' and '-'"));
+  }
+  const bool printable = std::all_of(hostname.begin(), hostname.end(), [](char c) {
+    return static_cast<unsigned char>(c) > 0x20 && static_cast<unsigned char>(c) < 0x7f;
+  });
+  if (hostname.empty() || hostname.size() > kMaxHostnameChars || !printable) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "facts.hostname '", shown(hostname), "' (", hostname.size(), " bytes) must be 1..",
+        kMaxHostnameChars, " printable ASCII characters without spaces"));
+  }
+  return absl::OkStatus();
 }
 
 namespace {

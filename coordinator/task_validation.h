@@ -28,6 +28,16 @@ absl::Status ValidateUtf8(std::string_view text, const std::string& what);
 absl::Status ValidateUuid(std::string_view text, const std::string& what);
 bool IsUuid(std::string_view text);
 
+// A worker's registration (WorkerFacts): gpu_type 1..64 characters of [A-Za-z0-9._-] (what
+// the worker derives from the device name, "H200", "RTX3090", "cpu", and the Helm chart's pool
+// names), hostname 1..255 printable ASCII characters other than space. Registered types are
+// listed in every tenant's "no worker pool serves" error and label the metrics, so they must be
+// short. INVALID_ARGUMENT naming the field (its value cut to 64 bytes) otherwise.
+inline constexpr size_t kMaxGpuTypeChars = 64;
+inline constexpr size_t kMaxHostnameChars = 255;
+bool IsGpuTypeName(std::string_view text);
+absl::Status ValidateWorkerNames(std::string_view gpu_type, std::string_view hostname);
+
 // A task's judging options: precision fp32, fp16 or bf16 (or empty); atol and rtol 0 (the
 // precision's default) or finite within (0, kMaxTolerance]; at most kMaxTrials trials; policy
 // strict or runtime (or empty); speedup_clock device or call (or empty: call); numerics fp32 or

@@ -9,8 +9,12 @@
 //  * a lease belongs to one worker: only that worker's heartbeats extend it, only its result
 //    completes it, and a result for a lease that no longer exists or is another worker's
 //    stores nothing (Completion.stored false);
-//  * a released lease goes back to the queue at its old position, its attempt not counted
-//    unless asked (a refused result).
+//  * a released lease goes back to the queue at its old position, its attempt not counted;
+//  * a refused result's lease goes back the same way, its attempt counted, unless that was
+//    the evaluation's last attempt: then the evaluation ends (rule result_refused), so that a
+//    result the coordinator refuses whoever produces it is not leased forever;
+//  * a result carrying the task's or the candidate's SHA-256 is stored only when they are the
+//    leased evaluation's (Completion.mismatch says why not).
 // Errors: UNAVAILABLE or ABORTED are transient (the database restarting), worth retrying;
 // anything else is not.
 //
@@ -61,7 +65,16 @@ struct Leased {
 struct Completion {
   bool stored = false;   // false: the lease no longer existed (reclaimed, already completed)
   std::string batch_id;  // of the stored evaluation; empty when none
-  Leased next;           // leased in the same transaction
+  // Not empty: the result names another task or candidate than the lease's (the field and
+  // both hashes); nothing was stored and the lease still exists, for the caller to refuse.
+  std::string mismatch;
+  Leased next;  // leased in the same transaction
+};
+
+// What became of a refused result's evaluation.
+struct Refusal {
+  std::string requeued_gpu_type;  // back in the queue for this type; empty when not
+  std::string ended_batch_id;     // it used its attempts up and ended: its batch; else empty
 };
 
 class WorkQueue {
@@ -79,12 +92,18 @@ class WorkQueue {
   virtual absl::StatusOr<Completion> CompleteAndLease(const std::string& lease_id,
                                                       const v1::EvalResult& result,
                                                       const LeaseRequest& next) = 0;
-  // Hands an unrun lease back (a draining worker, an unsent lease); the attempt is not counted
-  // unless `count_attempt` (a refused result), and it keeps its position. Returns the GPU type
-  // it was queued for; empty when the lease no longer existed.
+  // Hands an unrun lease back (a draining worker, an unsent lease); the attempt is not counted,
+  // and it keeps its position. Returns the GPU type it was queued for; empty when the lease no
+  // longer existed.
   virtual absl::StatusOr<std::string> Release(const std::string& lease_id,
-                                              const std::string& worker_id,
-                                              bool count_attempt = false) = 0;
+                                              const std::string& worker_id) = 0;
+  // Hands back the lease of a result the coordinator refused (malformed, or one the database
+  // cannot store), the attempt counted: back to the queue at its position, or, after the
+  // evaluation's last attempt, ended as runtime_error with rule result_refused and a reason
+  // that quotes `reason`. Both fields of the Refusal are empty when the lease no longer
+  // existed.
+  virtual absl::StatusOr<Refusal> Refuse(const std::string& lease_id, const std::string& worker_id,
+                                         const std::string& reason) = 0;
   // Hands back every lease `worker_id` holds (its credentials were revoked), attempts not
   // counted. Returns the evaluations requeued per GPU type.
   virtual absl::StatusOr<std::map<std::string, int64_t>> ReleaseWorkerLeases(

@@ -43,9 +43,8 @@ grpc::Status WorkerServiceImpl::Register(grpc::ServerContext* ctx, const v1::Reg
     return ToGrpcStatus(principal.status());
   }
   const v1::WorkerFacts& f = req->facts();
-  if (f.hostname().empty() || f.gpu_type().empty()) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "facts.hostname and facts.gpu_type are required");
+  if (absl::Status s = ValidateWorkerNames(f.gpu_type(), f.hostname()); !s.ok()) {
+    return ToGrpcStatus(s);
   }
   if (f.slots() == 0 || f.slots() > 64) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "facts.slots must be 1..64");

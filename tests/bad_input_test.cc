@@ -6,6 +6,7 @@
 #include <limits>
 #include <string>
 
+#include "common/base/sha256.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -188,6 +189,147 @@ TEST(BadInputTest, ForgedResultsAreRefusedWithAReasonAndNothingIsStored) {
   EXPECT_THAT(cluster.coordinator()->log(), HasSubstr("\"msg\":\"result refused\""));
   EXPECT_THAT(cluster.coordinator()->log(), Not(HasSubstr("result stored")));
   batch_ctx.TryCancel();
+}
+
+// Queues one evaluation of tiny_relu's `candidate` for "cpu" and returns its open stream
+// (`ctx` keeps it).
+std::unique_ptr<grpc::ClientReader<v1::EvaluationRecord>> QueueOnCpu(Cluster& cluster,
+                                                                     v1::JobService::Stub& stub,
+                                                                     grpc::ClientContext& ctx,
+                                                                     const std::string& candidate) {
+  v1::EvaluateBatchRequest req;
+  req.set_task_id(cluster.SubmitTask("examples/tasks/tiny/tiny_relu.py"));
+  req.add_candidates()->set_source(ReadSourceFile(candidate));
+  req.add_gpu_types("cpu");
+  SetDeadline(ctx, 120);
+  auto batch = stub.EvaluateBatch(&ctx, req);
+  batch->WaitForInitialMetadata();  // queued
+  return batch;
+}
+
+// Red team, session 29: a NUL byte in a result's string passed validation and PostgreSQL's
+// jsonb refused it; the worker was never told and the evaluation was leased again and again.
+// It is refused as malformed, and a result refused at every attempt ends the evaluation
+// (rule result_refused) instead of going back to the queue forever.
+TEST(BadInputTest, AResultWithANulByteIsRefusedAndTheEvaluationEndsAfterItsLastAttempt) {
+  Cluster cluster("rogue_nul");
+  RogueWorker rogue(cluster.coordinator()->grpc_address(), "cpu", cluster.worker_token());
+  ASSERT_TRUE(rogue.registered().ok()) << rogue.registered().error_message();
+  auto stub = cluster.Stub();
+  grpc::ClientContext batch_ctx;
+  auto batch = QueueOnCpu(cluster, *stub, batch_ctx, "examples/candidates/tiny_relu/wrong.py");
+  ASSERT_TRUE(rogue.Connect());
+  v1::EvalResult nul;
+  nul.set_verdict(v1::VERDICT_RUNTIME_ERROR);
+  nul.set_reason(std::string("raised \0 in forward", 20));
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    std::string lease = rogue.TakeLease();
+    ASSERT_FALSE(lease.empty()) << "attempt " << attempt;
+    EXPECT_EQ(rogue.SendAndReadRefusal(lease, nul),
+              "malformed result: reason contains a NUL byte (byte 7)");
+  }
+  v1::EvaluationRecord rec;
+  ASSERT_TRUE(batch->Read(&rec));
+  EXPECT_EQ(rec.result().verdict(), v1::VERDICT_RUNTIME_ERROR);
+  EXPECT_EQ(rec.result().rule(), "result_refused");
+  EXPECT_EQ(rec.result().reason(),
+            "result_refused: attempt 3 of 3 ended with a result the coordinator refused "
+            "(malformed result: reason contains a NUL byte (byte 7)); not retried again");
+  PgResult rows = cluster.Query(
+      "SELECT state || '/' || attempts || '/' || coalesce(worker_id::text, 'no worker') || '/' "
+      "  || (SELECT count(*) FROM leases) || '/' || (SELECT count(*) FROM eval_queue) "
+      "FROM evaluations");
+  EXPECT_EQ(rows.Get(0, 0), "done/3/no worker/0/0");
+  EXPECT_THAT(cluster.coordinator()->log(), Not(HasSubstr("result not stored")));
+  rogue.Close();
+}
+
+// Red team, session 29: a result naming another task or candidate (its SHA-256) than the
+// leased evaluation's was stored as that evaluation's. It is refused as malformed; a result
+// whose hashes match is stored (the worker's own failures may carry none: accepted too).
+TEST(BadInputTest, AResultForAnotherTaskOrCandidateThanItsLeaseIsRefused) {
+  Cluster cluster("rogue_hashes");
+  RogueWorker rogue(cluster.coordinator()->grpc_address(), "cpu", cluster.worker_token());
+  ASSERT_TRUE(rogue.registered().ok()) << rogue.registered().error_message();
+  auto stub = cluster.Stub();
+  grpc::ClientContext batch_ctx;
+  auto batch = QueueOnCpu(cluster, *stub, batch_ctx, "examples/candidates/tiny_relu/wrong.py");
+  ASSERT_TRUE(rogue.Connect());
+  std::string lease = rogue.TakeLease();
+  ASSERT_FALSE(lease.empty());
+  const std::string task_sha = Sha256Hex(rogue.leased_request().task_source());
+  const std::string cand_sha = Sha256Hex(rogue.leased_request().candidate_source());
+  const std::string other = Sha256Hex("class ModelNew: pass  # a faster one\n");
+  v1::EvalResult result;
+  result.set_verdict(v1::VERDICT_COMPILE_ERROR);
+  result.set_reason("does not build");
+  result.set_task_sha256(task_sha);
+  result.set_candidate_sha256(other);
+  EXPECT_EQ(rogue.SendAndReadRefusal(lease, result), "malformed result: candidate_sha256 is " +
+                                                         other + " but the leased candidate's is " +
+                                                         cand_sha);
+  lease = rogue.TakeLease();
+  ASSERT_FALSE(lease.empty());
+  result.set_task_sha256(other);
+  result.set_candidate_sha256(cand_sha);
+  EXPECT_EQ(rogue.SendAndReadRefusal(lease, result),
+            "malformed result: task_sha256 is " + other + " but the leased task's is " + task_sha);
+  EXPECT_EQ(cluster.Query("SELECT count(*) FROM evaluations WHERE state = 'done'").Get(0, 0), "0");
+  lease = rogue.TakeLease();
+  ASSERT_FALSE(lease.empty());
+  result.set_task_sha256(task_sha);
+  ASSERT_TRUE(rogue.Send(lease, result));
+  v1::EvaluationRecord rec;
+  ASSERT_TRUE(batch->Read(&rec));
+  EXPECT_EQ(rec.result().verdict(), v1::VERDICT_COMPILE_ERROR);
+  EXPECT_EQ(rec.result().candidate_sha256(), cand_sha);
+  EXPECT_EQ(rec.attempts(), 3u);  // both refusals counted
+  rogue.Close();
+}
+
+// Red team, session 29: a worker registered a 200 kB gpu_type; every registered type is
+// listed in the "no worker pool serves" error, which then passed gRPC's limit
+// (RESOURCE_EXHAUSTED for every tenant), and labelled the metrics. Registration takes short
+// identifiers only: what workers derive from device names ("H200", "RTX3090"), "cpu", pool
+// names.
+TEST(BadInputTest, AWorkerMustRegisterAShortGpuTypeAndHostname) {
+  Cluster cluster("rogue_register");
+  const std::string address = cluster.coordinator()->grpc_address();
+  const std::string token = cluster.worker_token();
+  RogueWorker huge(address, std::string(200000, 'H'), token);
+  EXPECT_EQ(huge.registered().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(huge.registered().error_message(),
+            "facts.gpu_type '" + std::string(64, 'H') +
+                "...' (200000 bytes) must be 1..64 characters of A-Z, a-z, 0-9, '.', '_' and "
+                "'-'");
+  for (const std::string& bad : {std::string("NVIDIA H200"), std::string("H200\n"),
+                                 std::string("a/b"), std::string(65, 'x')}) {
+    RogueWorker w(address, bad, token);
+    EXPECT_EQ(w.registered().error_code(), grpc::StatusCode::INVALID_ARGUMENT) << bad;
+  }
+  for (const std::string& bad :
+       {std::string(256, 'h'), std::string("two words"), std::string("tab\there")}) {
+    RogueWorker w(address, "cpu", token, bad);
+    EXPECT_EQ(w.registered().error_code(), grpc::StatusCode::INVALID_ARGUMENT) << bad;
+    EXPECT_THAT(w.registered().error_message(), StartsWith("facts.hostname '"));
+  }
+  for (const char* good : {"H200", "RTX3090", "cpu", "cli-test-gpu", "gpu.v2_x"}) {
+    RogueWorker w(address, good, token, "node-7.pool.svc.cluster.local");
+    EXPECT_TRUE(w.registered().ok()) << good << ": " << w.registered().error_message();
+  }
+  EXPECT_TRUE(RogueWorker(address, "H100", token, std::string(255, 'h')).registered().ok());
+
+  v1::EvaluateBatchRequest batch;
+  batch.set_task_id(cluster.SubmitTask("examples/tasks/tiny/tiny_relu.py"));
+  batch.add_candidates()->set_source("class ModelNew: pass\n");
+  batch.add_gpu_types("H999");
+  grpc::Status s = RefusedBatch(*cluster.Stub(), batch);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message(),
+            "no worker pool serves GPU type 'H999' (known: H100, H200, RTX3090, any, "
+            "cli-test-gpu, cpu, gpu.v2_x, typeA, typeB); the coordinator's --gpu_pools names "
+            "pools that have no worker now");
+  EXPECT_EQ(cluster.Query("SELECT count(*) FROM workers").Get(0, 0), "6");
 }
 
 }  // namespace

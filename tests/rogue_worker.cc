@@ -17,12 +17,12 @@ std::chrono::system_clock::time_point In(int seconds) {
 }  // namespace
 
 RogueWorker::RogueWorker(const std::string& address, const std::string& gpu_type,
-                         const std::string& token)
+                         const std::string& token, const std::string& hostname)
     : stub_(v1::WorkerService::NewStub(MakeChannel(address, {token, TestPki::Shared().Client()}))) {
   grpc::ClientContext ctx;
   ctx.set_deadline(In(20));
   v1::RegisterRequest req;
-  req.mutable_facts()->set_hostname("rogue");
+  req.mutable_facts()->set_hostname(hostname);
   req.mutable_facts()->set_gpu_type(gpu_type);
   req.mutable_facts()->set_slots(1);
   v1::RegisterResponse resp;

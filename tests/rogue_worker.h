@@ -18,7 +18,8 @@ namespace kforge {
 class RogueWorker {
  public:
   // Registers at once; registered() tells how that went. `token` "" sends no credentials.
-  RogueWorker(const std::string& address, const std::string& gpu_type, const std::string& token);
+  RogueWorker(const std::string& address, const std::string& gpu_type, const std::string& token,
+              const std::string& hostname = "rogue");
   const grpc::Status& registered() const { return registered_; }
   const std::string& worker_id() const { return worker_id_; }
   // Uses `worker_id` instead of the one registration gave (an impersonation attempt).

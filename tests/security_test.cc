@@ -158,9 +158,9 @@ TEST(SecurityTest, JobsBelongToTheirPrincipalAndRolesLimitWhatTokensDo) {
   ASSERT_TRUE(submit(alice, &a2).ok());
   grpc::Status s = cancel(bob, a1.job_id());
   EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
-  EXPECT_EQ(s.error_message(), "bob may not cancel job " + a1.job_id() +
-                                   ": it belongs to alice (only its owner or an operator may "
-                                   "cancel it)");
+  EXPECT_EQ(s.error_message(), "bob of tenant lab may not cancel job " + a1.job_id() +
+                                   ": it belongs to alice of tenant lab (only its owner or an "
+                                   "operator may cancel it)");
   EXPECT_TRUE(cancel(alice, a1.job_id()).ok());
   EXPECT_TRUE(cancel("", a2.job_id()).error_code() == grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_TRUE(cancel(cluster.CreateToken("ops", "default", {"operator"}).token(), a2.job_id()).ok());
@@ -185,6 +185,83 @@ TEST(SecurityTest, JobsBelongToTheirPrincipalAndRolesLimitWhatTokensDo) {
                 .Get(0, 0),
             "alice:cancelled,alice:cancelled");
   batch_ctx.TryCancel();
+}
+
+// Red team, session 29: CancelJob compared the owner's name only, so "alice" of one tenant
+// cancelled the jobs of "alice" of another (who could read them: tenant public's).
+TEST(SecurityTest, APrincipalOfTheSameNameInAnotherTenantCannotCancelAJob) {
+  Cluster cluster("sec_same_name");
+  std::string task = cluster.SubmitTask("examples/tasks/tiny/tiny_relu.py");
+  std::string public_alice = cluster.CreateToken("alice", "public", {"researcher"}).token();
+  std::string lab_alice = cluster.CreateToken("alice", "lab-a", {"researcher"}).token();
+  v1::SubmitJobRequest job = ReluJobRequest(task, 1, 7);
+  job.set_gpu_types(0, "any");
+  std::string id = SubmitJob(*cluster.StubWithToken(public_alice), job);
+  ASSERT_FALSE(id.empty());
+  auto cancel = [&](const std::string& token) {
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    v1::CancelJobRequest req;
+    req.set_job_id(id);
+    v1::CancelJobResponse resp;
+    return cluster.StubWithToken(token)->CancelJob(&ctx, req, &resp);
+  };
+  grpc::Status s = cancel(lab_alice);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(s.error_message(), "alice of tenant lab-a may not cancel job " + id +
+                                   ": it belongs to alice of tenant public (only its owner or "
+                                   "an operator may cancel it)");
+  EXPECT_EQ(cluster.Query("SELECT state FROM jobs").Get(0, 0), "queued");
+  EXPECT_TRUE(cancel(public_alice).ok());
+}
+
+// Revokes the token whose id is `token_id` with the cluster's admin (fails the test if refused).
+void Revoke(Cluster& cluster, const std::string& token_id) {
+  grpc::ClientContext ctx;
+  SetDeadline(ctx);
+  v1::RevokeTokenRequest revoke;
+  revoke.set_token_id(token_id);
+  v1::RevokeTokenResponse revoked;
+  grpc::Status s = cluster.Admin()->RevokeToken(&ctx, revoke, &revoked);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+}
+
+// Red team, session 29: EvaluateBatch and WatchJob checked the token only when called, so a
+// client whose token was revoked (or expired) kept reading results and job events for as long
+// as it kept the stream open. Both streams now end UNAUTHENTICATED within a poll interval.
+TEST(SecurityTest, OpenResultAndJobStreamsEndWhenTheirTokenIsRevoked) {
+  Cluster cluster("sec_streams");
+  std::string task = cluster.SubmitTask("examples/tasks/tiny/tiny_relu.py");
+  v1::CreateTokenResponse reader = cluster.CreateToken("reader", "lab", {"researcher"});
+  auto stub = cluster.StubWithToken(reader.token());
+  // No worker serves "cpu" here: the batch stays queued and its stream open.
+  grpc::ClientContext batch_ctx;
+  auto batch = Queue(*stub, batch_ctx, task, "examples/candidates/tiny_relu/correct.py", "cpu");
+  v1::SubmitJobRequest job = ReluJobRequest(task, 1, 7);
+  job.set_gpu_types(0, "any");
+  std::string job_id = SubmitJob(*stub, job);
+  ASSERT_FALSE(job_id.empty());
+  grpc::ClientContext watch_ctx;
+  SetDeadline(watch_ctx, 30);
+  v1::WatchJobRequest watch_req;
+  watch_req.set_job_id(job_id);
+  auto watch = stub->WatchJob(&watch_ctx, watch_req);
+
+  Revoke(cluster, reader.info().token_id());
+  const auto revoked_at = std::chrono::steady_clock::now();
+  v1::EvaluationRecord rec;
+  while (batch->Read(&rec)) {
+  }
+  grpc::Status s = batch->Finish();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << s.error_message();
+  EXPECT_THAT(s.error_message(), HasSubstr(reader.info().token_id() + " was revoked at "));
+  v1::JobEvent ev;
+  while (watch->Read(&ev)) {
+  }
+  s = watch->Finish();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << s.error_message();
+  EXPECT_THAT(s.error_message(), HasSubstr(reader.info().token_id() + " was revoked at "));
+  EXPECT_LT(std::chrono::steady_clock::now() - revoked_at, std::chrono::seconds(10));
 }
 
 SubprocessResult Kforge(Cluster& cluster, std::vector<std::string> args,
