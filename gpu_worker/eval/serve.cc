@@ -1,5 +1,6 @@
 #include "gpu_worker/eval/serve.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pybind11/embed.h>
@@ -15,6 +16,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <vector>
 
 #include "common/base/files.h"
 #include "common/base/frames.h"
@@ -371,6 +374,51 @@ tempfile.tempdir = None
   _exit(0);
 }
 
+constexpr char kDevShm[] = "/dev/shm";
+
+// The names in /dev/shm, or nothing with errno where it does not open (never through a link).
+std::optional<std::vector<std::string>> DevShmEntries(int* dir_fd) {
+  *dir_fd = open(kDevShm, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (*dir_fd < 0) return std::nullopt;
+  DIR* dir = fdopendir(dup(*dir_fd));
+  if (dir == nullptr) {
+    close(*dir_fd);
+    return std::nullopt;
+  }
+  std::vector<std::string> names;
+  while (struct dirent* e = readdir(dir)) {
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
+      names.emplace_back(e->d_name);
+    }
+  }
+  closedir(dir);
+  return names;
+}
+
+// ServeOptions::clear_dev_shm, after an evaluation: false when something of this server's user
+// is left there.
+bool ClearDevShm() {
+  int dir_fd;
+  std::optional<std::vector<std::string>> names = DevShmEntries(&dir_fd);
+  if (!names) return errno == ENOENT;
+  bool all = true;
+  for (const std::string& name : *names) {
+    struct stat st;
+    if (fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    // Another user's entry cannot come from this server's evaluations.
+    if (st.st_uid != geteuid()) continue;
+    const bool gone = S_ISDIR(st.st_mode)
+                          ? RemoveTree(dir_fd, name)
+                          : unlinkat(dir_fd, name.c_str(), 0) == 0 || errno == ENOENT;
+    if (!gone) {
+      std::fprintf(stderr, "kforge-eval: %s/%s was not removed\n", kDevShm, name.c_str());
+      all = false;
+    }
+  }
+  close(dir_fd);
+  return all;
+}
+
 v1::EvalResult BadRequest(const std::string& why) {
   v1::EvalResult r;
   r.set_verdict(v1::VERDICT_RUNTIME_ERROR);
@@ -486,6 +534,20 @@ int Serve(const ServeOptions& options) {
                  strerror(errno));
     return 1;
   }
+  // A /dev/shm this server may clear is its own: the sandbox's fresh one is empty at its start.
+  bool clear_dev_shm = options.clear_dev_shm;
+  if (clear_dev_shm) {
+    int dir_fd;
+    std::optional<std::vector<std::string>> names = DevShmEntries(&dir_fd);
+    if (names) close(dir_fd);
+    if (!names || !names->empty()) {
+      std::fprintf(stderr,
+                   "kforge-eval --serve: --clear-dev-shm: %s is %s, so not this server's own; "
+                   "it is not cleared\n",
+                   kDevShm, names ? "not empty" : "not a directory that opens");
+      clear_dev_shm = false;
+    }
+  }
   EngineContext context;
   context.cache_dir = options.cache_dir;
   // The reference's timings per task, shared between the slot's evaluations (reference_share.h):
@@ -528,6 +590,11 @@ int Serve(const ServeOptions& options) {
         ClearSharedReference(&request);
       }
       result = EvaluateSupervised(request, context, {}, options.turns);
+      // What the evaluation left in /dev/shm goes with it, unless its processes may still run
+      // (the server stops then anyway).
+      if (clear_dev_shm && !ProcessesOutlivedTheirKill() && !ClearDevShm()) {
+        g_scratch_left = true;
+      }
       if (share) {
         shares.Record(request, client_keeps_samples, &result, std::chrono::steady_clock::now());
       }

@@ -61,6 +61,13 @@ struct ServeOptions {
   // turn once its CUDA contexts are made; the server refuses to start when the descriptor is
   // not an open regular file.
   GpuTurns turns;
+  // --clear-dev-shm: after each evaluation, remove what is in /dev/shm and owned by this
+  // server's user (links as links, never followed), so that no file there carries anything from
+  // one evaluation to the next. Only for a /dev/shm of this server's own (the worker's sandbox
+  // mounts a private one): the server checks at its start that it is empty, and clears nothing
+  // (saying so) otherwise. What cannot be removed stops the server after its answer (status 4),
+  // as a request directory that stays does.
+  bool clear_dev_shm = false;
 };
 
 // Serves until end of input; returns the process exit status (0 at a clean end, 1 when the
