@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <string>
@@ -149,6 +150,33 @@ class ModelNew(nn.Module):
     }
   }
   EXPECT_EQ(sandboxes, 1) << "the server's own sandbox";
+}
+
+// The sandbox's /dev/shm is its own, but one server serves many requests: what an evaluation
+// leaves there is removed before the next (serve.h, --clear-dev-shm), or it would be a channel
+// from one evaluation to the next (red team, session 29).
+TEST_F(EvalServerClientTest, NothingAnEvaluationLeftInDevShmReachesTheNext) {
+  if (geteuid() != 0) GTEST_SKIP() << "the sandbox's own /dev/shm needs its mount namespace";
+  EvalServerClient client(config_);
+  v1::EvalRequest request = Request("examples/candidates/tiny_relu/correct.py");
+  request.set_candidate_source(R"(import os
+import torch
+import torch.nn as nn
+print("kforge-shm", sorted(os.listdir("/dev/shm")), flush=True)
+os.makedirs("/dev/shm/kforge-plant-dir/sub", exist_ok=True)
+with open("/dev/shm/kforge-plant", "w") as f:
+    f.write("planted")
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+)");
+  for (int i = 0; i < 2; ++i) {
+    v1::EvalResult r = MustEvaluate(client, request);
+    EXPECT_EQ(r.verdict(), v1::VERDICT_OK) << r.reason();
+    EXPECT_NE(r.output_log().find("kforge-shm []"), std::string::npos)
+        << "request " << i + 1 << ": " << r.output_log();
+    EXPECT_FALSE(r.server_stops());
+  }
 }
 
 TEST_F(EvalServerClientTest, StartsAFreshServerAfterItWasKilled) {

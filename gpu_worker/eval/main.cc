@@ -9,7 +9,8 @@
 //               [--build-only] [--keep-samples] [--policy strict|runtime]
 //               [--numerics fp32|torch]
 //   kforge-eval --serve stdio|FIFO_DIR [--answer pb|json] [--cache-dir DIR]
-//               [--gpu-lock-fd N [--gpu-wait-s S]]  (fork server; GPU turns: supervisor.h)
+//               [--gpu-lock-fd N [--gpu-wait-s S]] [--clear-dev-shm]
+//               (fork server; GPU turns: supervisor.h; /dev/shm: serve.h)
 //
 // Exit status: 0 whenever a verdict was produced (whatever it is), 2 for bad usage.
 #include <unistd.h>
@@ -50,7 +51,7 @@ constexpr char kUsage[] =
     "                   [--build-only] [--keep-samples]\n"
     "       kforge-eval --baseline TASK_DIR [--device D] [--json OUT.jsonl] [--per-task-cap S]\n"
     "       kforge-eval --serve stdio|FIFO_DIR [--answer pb|json] [--cache-dir DIR]\n"
-    "                   [--gpu-lock-fd N [--gpu-wait-s S]]\n"
+    "                   [--gpu-lock-fd N [--gpu-wait-s S]] [--clear-dev-shm]\n"
     "                   (fork server: framed\n"
     "                   EvalRequest in, EvalResult out; see gpu_worker/eval/serve.h)\n"
     "       kforge-eval --sandbox-paths  (the host paths it reads, for the worker's sandbox)\n"
@@ -108,7 +109,7 @@ int main(int argc, char** argv) {
   // this process runs itself again once with them set.
   if (!ProgramEnvironmentSet(argv)) return 1;
   std::map<std::string, std::string> flags;
-  bool build_only = false, keep_samples = false;  // the flags without a value
+  bool build_only = false, keep_samples = false, clear_dev_shm = false;  // without a value
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--help" || a == "-h") {
@@ -121,6 +122,10 @@ int main(int argc, char** argv) {
     }
     if (a == "--build-only" || a == "--keep-samples") {
       (a == "--build-only" ? build_only : keep_samples) = true;
+      continue;
+    }
+    if (a == "--clear-dev-shm") {
+      clear_dev_shm = true;
       continue;
     }
     if (a.rfind("--", 0) != 0) return Usage("unexpected argument " + a);
@@ -179,6 +184,7 @@ int main(int argc, char** argv) {
   if (!flags.count("serve") && (flags.count("gpu-lock-fd") || flags.count("gpu-wait-s"))) {
     return Usage("--gpu-lock-fd and --gpu-wait-s are for --serve");
   }
+  if (!flags.count("serve") && clear_dev_shm) return Usage("--clear-dev-shm is for --serve");
   if (flags.count("gpu-wait-s") && !(num("gpu-wait-s", 0) > 0)) {
     return Usage("--gpu-wait-s needs a number of seconds above 0");
   }
@@ -187,6 +193,7 @@ int main(int argc, char** argv) {
     serve.cache_dir = cache_dir;
     serve.fifo_dir = flags["serve"] == "stdio" ? "" : flags["serve"];
     serve.json_results = flags["answer"] == "json";
+    serve.clear_dev_shm = clear_dev_shm;
     serve.turns.lock_fd = static_cast<int>(num("gpu-lock-fd", -1));
     serve.turns.wait_s = num("gpu-wait-s", serve.turns.wait_s);
     return eval::Serve(serve);

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -40,15 +41,15 @@ std::vector<pid_t> ChildrenOfSelf() {
   return out;
 }
 
-bool KillChildren(double wait_s) {
+bool KillChildren(double wait_s, pid_t spare) {
   const auto until =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int>(wait_s * 1000));
   while (std::chrono::steady_clock::now() < until) {
     std::vector<pid_t> children = ChildrenOfSelf();
+    children.erase(std::remove(children.begin(), children.end(), spare), children.end());
     if (children.empty()) return true;
     for (pid_t c : children) kill(c, SIGKILL);
-    while (waitpid(-1, nullptr, WNOHANG) > 0) {
-    }
+    for (pid_t c : children) waitpid(c, nullptr, WNOHANG);
     usleep(1000);
   }
   return false;

@@ -16,8 +16,8 @@ std::vector<pid_t> ChildrenOfSelf();
 // SIGKILLs every child of this process and reaps it, again and again (a child's own children
 // come here as it dies where this process is a child subreaper), until it has none: true; or
 // false once `wait_s` has passed without this process seeing none left (a process stuck in the
-// driver, a chain of forks).
-bool KillChildren(double wait_s);
+// driver, a chain of forks). `spare`: a child left alone and not counted (-1: none).
+bool KillChildren(double wait_s, pid_t spare = -1);
 
 }  // namespace kforge::eval
 

@@ -22,6 +22,15 @@
 // are each request's own. The CUDA context lives and dies with the evaluation process, so a
 // broken context cannot reach the next request. Candidate code never runs in the server itself.
 //
+// Template: nothing of one request reaches another's evaluation through memory (a fork copies
+// the heap, freed requests and answers included: red team, session 29). Once its warm imports
+// and comparison kernels are made, and before it reads any request, the server forks a template
+// process (without its channel or GPU lock descriptors), and every evaluation process is a fork
+// of the template's (through a short-lived middle process, so that it is the server's child),
+// never of the server's. The template never reads a request: the server hands it a memfd
+// holding the request and the supervisor's pipes (SCM_RIGHTS), which only the new evaluation
+// process reads. The server stops (status 1) once its template is gone.
+//
 // Thread-safety: Serve runs on the main thread of a single-threaded process (it forks).
 #ifndef KFORGE_GPU_WORKER_EVAL_SERVE_H_
 #define KFORGE_GPU_WORKER_EVAL_SERVE_H_
@@ -52,10 +61,18 @@ struct ServeOptions {
   // turn once its CUDA contexts are made; the server refuses to start when the descriptor is
   // not an open regular file.
   GpuTurns turns;
+  // --clear-dev-shm: after each evaluation, remove what is in /dev/shm and owned by this
+  // server's user (links as links, never followed), so that no file there carries anything from
+  // one evaluation to the next. Only for a /dev/shm of this server's own (the worker's sandbox
+  // mounts a private one): the server checks at its start that it is empty, and clears nothing
+  // (saying so) otherwise. What cannot be removed stops the server after its answer (status 4),
+  // as a request directory that stays does.
+  bool clear_dev_shm = false;
 };
 
 // Serves until end of input; returns the process exit status (0 at a clean end, 1 when the
-// interpreter cannot start or the channel breaks mid-frame).
+// interpreter or the template cannot start, the template is gone or the channel breaks
+// mid-frame).
 int Serve(const ServeOptions& options);
 
 }  // namespace kforge::eval

@@ -41,9 +41,9 @@ double StraysWaitS() {
 // context may take a while to be torn down, and the next evaluation starts only once it is
 // gone. False when some are left after StraysWaitS() (a process stuck in the driver, or a
 // chain of forks: ProcessesOutlivedTheirKill).
-bool KillStrays() {
+bool KillStrays(pid_t spare) {
   const double wait_s = StraysWaitS();
-  if (KillChildren(wait_s)) return true;
+  if (KillChildren(wait_s, spare)) return true;
   std::fprintf(stderr,
                "kforge: processes of the last evaluation outlived their SIGKILL by %.0f s\n",
                wait_s);
@@ -159,13 +159,15 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
   }
   fflush(stdout);
   fflush(stderr);
-  if (hooks.before) hooks.before();
+  if (hooks.before && !hooks.spawn) hooks.before();
   // Not dumpable: an evaluation process of the same uid cannot open /proc/<supervisor>/fd/*
   // (the result channel) to forge an answer. The evaluation process itself is dumpable again.
   prctl(PR_SET_DUMPABLE, 0);
-  prctl(PR_SET_CHILD_SUBREAPER, 1);  // orphans of the evaluation come here (KillStrays)
-  pid_t pid = fork();
-  if (pid == 0) {
+  // Orphans of the evaluation come here (KillStrays); so does a spawned evaluation process,
+  // which its spawner's short-lived child orphans (serve.cc).
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  pid_t pid = hooks.spawn ? hooks.spawn(ctl[1], out[1], turn[0]) : fork();
+  if (pid == 0 && !hooks.spawn) {
     prctl(PR_SET_DUMPABLE, 1);
     setpgid(0, 0);
     close(ctl[0]);
@@ -189,7 +191,7 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
     // Skip destructors: a CUDA context broken by the candidate may hang or abort in teardown.
     _exit(0);
   }
-  if (hooks.parent) hooks.parent();
+  if (hooks.parent && !hooks.spawn) hooks.parent();
   for (int* end : {&ctl[1], &out[1], &turn[0]}) {  // the child's ends
     if (*end >= 0) close(*end);
     *end = -1;
@@ -314,7 +316,7 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
     kill(-pid, SIGKILL);
     waitpid(pid, &status, 0);
   }
-  const bool all_gone = KillStrays();
+  const bool all_gone = KillStrays(hooks.spare);
   // Every process of the evaluation is gone, CUDA contexts included: the next may have the GPU.
   // Otherwise the turn stays held until this process ends (ProcessesOutlivedTheirKill).
   double turn_s = 0, release_s = 0;

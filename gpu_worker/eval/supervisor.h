@@ -11,6 +11,8 @@
 #ifndef KFORGE_GPU_WORKER_EVAL_SUPERVISOR_H_
 #define KFORGE_GPU_WORKER_EVAL_SUPERVISOR_H_
 
+#include <sys/types.h>
+
 #include <functional>
 #include <string>
 
@@ -60,11 +62,22 @@ SupervisorLimits LimitsFor(const v1::EvalRequest& request);
 
 using EvaluationWork = std::function<v1::EvalResult(StageReporter&)>;
 
-// Run around the fork by a process that forks with an interpreter loaded (the fork server):
-// `before` and `parent` in the supervisor, `child` first thing in the evaluation process
-// (after its stdout and stderr point at the capture pipe). Any may be empty.
+// Run around the fork by a process that forks with an interpreter loaded: `before` and `parent`
+// in the supervisor, `child` first thing in the evaluation process (after its stdout and stderr
+// point at the capture pipe). Any may be empty.
+//
+// `spawn`, where set, starts the evaluation process instead of a fork of the supervisor (the fork
+// server's template process, serve.h, so that nothing the supervisor held reaches it), and then
+// neither the hooks above nor `work` run here. It is handed the evaluation process's ends of
+// its channels: `ctl` (stage reports and the result, as StageReporter's fd), `out` (its stdout
+// and stderr) and `turn` (StageReporter's turn_fd, or -1), which it must not keep; it returns
+// the process's pid, by then a child of the supervisor (which waits for it) and the leader of
+// its own process group, or -1 with errno. `spare`: a child of the supervisor that is no part
+// of any evaluation (that template process), which the strays' kill leaves alone.
 struct ForkHooks {
   std::function<void()> before, parent, child;
+  std::function<pid_t(int ctl, int out, int turn)> spawn;
+  pid_t spare = -1;
 };
 
 // GPU turns (docs/evaluation.md, "GPU turns"): where several evaluation servers share one GPU,

@@ -23,6 +23,7 @@ CASES = [
     (["--dialect", "fortran"], 2, "unknown dialect fortran"),
     (["--trials"], 2, "flag --trials needs a value"),
     (["--gpu-lock-fd", "5"], 2, "--gpu-lock-fd and --gpu-wait-s are for --serve"),
+    (["--clear-dev-shm"], 2, "--clear-dev-shm is for --serve"),
     (["--serve", "stdio", "--gpu-wait-s", "0"], 2, "--gpu-wait-s needs a number of seconds"),
 ]
 

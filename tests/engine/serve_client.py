@@ -89,10 +89,11 @@ class Server:
     """One `kforge-eval --serve stdio --answer json` process; evaluate() is one request."""
 
     def __init__(self, eval_binary, cache_dir="", env=None, stderr=None, gpu_lock="",
-                 gpu_wait_s=0, user=None):
+                 gpu_wait_s=0, user=None, prefix=(), args=()):
         """gpu_lock: the path of a GPU's lock file, for GPU turns (supervisor.h): the server
-        gets a descriptor of its own open file description of it."""
-        cmd = [eval_binary, "--serve", "stdio", "--answer", "json"]
+        gets a descriptor of its own open file description of it. prefix: a command the server
+        runs under (unshare ...); args: more of the server's flags."""
+        cmd = [*prefix, eval_binary, "--serve", "stdio", "--answer", "json", *args]
         if cache_dir:
             cmd += ["--cache-dir", cache_dir]
         lock_fd = -1
