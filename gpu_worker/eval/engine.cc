@@ -12,6 +12,7 @@
 #include <fstream>
 
 #include "common/base/sha256.h"
+#include "common/base/utf8.h"
 #include "gpu_worker/eval/activity_trace.h"
 #include "gpu_worker/eval/call_profile.h"
 #include "gpu_worker/eval/candidate_client.h"
@@ -140,7 +141,9 @@ class Evaluation {
     std::optional<Verdict> v = Pipeline(dialect);
     if (!v) v = Verdict{v1::VERDICT_OK, "correct on every trial and timed", ""};
     result_.set_verdict(v->verdict);
-    result_.set_reason(v->reason);
+    // Fit for a string field and the results database (no NUL, valid UTF-8): a candidate's
+    // exception text is any bytes, and a result the coordinator refuses is never stored.
+    result_.set_reason(PrintableUtf8(v->reason));
     result_.set_rule(v->rule);
     if (v->verdict == v1::VERDICT_OK && req_.build_only()) {
       result_.set_stage("built");
@@ -228,7 +231,7 @@ class Evaluation {
     }
     if (rv.fired()) {  // runtime: said, not enforced
       result_.set_strict_rule(rv.rule);
-      result_.set_strict_reason(rv.reason);
+      result_.set_strict_reason(PrintableUtf8(rv.reason));
     }
     // Still single-threaded, before any task or candidate code: the last moment to write shared
     // cache entries, then the lock (candidate_files.h), which the candidate process inherits.
@@ -484,7 +487,7 @@ class Evaluation {
     if (!client_->Loaded(&loaded, &error)) {
       return Verdict{v1::VERDICT_RUNTIME_ERROR, error + " while building the candidate", ""};
     }
-    result_.set_compiler_log(loaded.compiler_log());
+    result_.set_compiler_log(PrintableUtf8(loaded.compiler_log()));
     v1::StageDurations* st = result_.mutable_stages();
     st->set_build_host_compile_s(loaded.build_host_compile_s());
     st->set_build_kernel_compile_s(loaded.build_kernel_compile_s());
