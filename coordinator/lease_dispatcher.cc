@@ -149,7 +149,7 @@ bool LeaseDispatcher::Handle(const v1::WorkerMessage& msg) {
   // Credentials are checked again at every message: a revoked or expired token ends the
   // stream at its next heartbeat, result or release, and delivers nothing.
   if (absl::Status who = check_credentials_(); absl::IsUnauthenticated(who)) {
-    CutOff(std::string(who.message()));
+    CutOff(std::string(who.message()), /*by_reader=*/true);
     return false;
   }
   {
@@ -282,7 +282,18 @@ void LeaseDispatcher::StoreResult(const v1::WorkerMessage::Result& r) {
 
 // The worker's token is no longer valid: its leases go back to the queue (attempts not
 // counted: the evaluations did nothing wrong) and the stream ends UNAUTHENTICATED.
-void LeaseDispatcher::CutOff(const std::string& why) {
+void LeaseDispatcher::CutOff(const std::string& why, bool by_reader) {
+  {
+    // Under the write lock: a lease being written finishes first, and none is written after
+    // (Send checks it); once only, though both threads may find the token revoked.
+    absl::MutexLock write(&write_mu_);
+    absl::MutexLock lock(&mu_);
+    // The reader stops at this message: said with the cut-off, so that the handler thread,
+    // which may see the cut-off first, does not take the reader for one still waiting.
+    if (by_reader) reader_done_ = true;
+    if (cut_off_) return;
+    cut_off_ = absl::UnauthenticatedError("worker credentials no longer valid: " + why);
+  }
   LogWarning("worker cut off", {{"worker_id", settings_.worker_id}, {"error", why}});
   Principal coordinator{"", "coordinator", "system", {}};
   Audit(audit_, coordinator, "cut_off_worker", settings_.worker_id, {{"reason", why}});
@@ -295,7 +306,6 @@ void LeaseDispatcher::CutOff(const std::string& why) {
     for (const auto& [type, n] : *released) notifier_.WorkAdded(type, n);
   }
   absl::MutexLock lock(&mu_);
-  cut_off_ = absl::UnauthenticatedError("worker credentials no longer valid: " + why);
   outstanding_.clear();
 }
 
@@ -348,8 +358,20 @@ void LeaseDispatcher::Send(const Leased& leased) {
     LogInfo("lease granted", {{"lease_id", g.lease_id},
                               {"evaluation_id", std::to_string(g.evaluation_id)},
                               {"worker_id", settings_.worker_id}});
-    if (!Write(LeaseMessage(g, settings_.lease_timeout_s))) {
-      // The worker is gone: hand back what it never received (this one and the rest).
+    bool written = false;
+    {
+      absl::MutexLock write(&write_mu_);
+      bool cut = false;
+      {
+        absl::MutexLock lock(&mu_);
+        cut = cut_off_.has_value();
+      }
+      // A worker cut off while these were leased gets none of them (nor their sources).
+      if (!cut) written = sender_.Send(LeaseMessage(g, settings_.lease_timeout_s));
+    }
+    if (!written) {
+      // The worker is gone or cut off: hand back what it never received (this one and the
+      // rest).
       for (size_t j = i; j < leased.grants.size(); ++j) {
         Release(leased.grants[j].lease_id);
         absl::MutexLock lock(&mu_);

@@ -126,7 +126,8 @@ class LeaseDispatcher {
   void Unreserve(int n);
   void Heartbeat(const v1::WorkerMessage::Heartbeat& heartbeat);
   void StoreResult(const v1::WorkerMessage::Result& result);
-  void CutOff(const std::string& why);
+  // `by_reader`: called from Handle, whose false ends the reader.
+  void CutOff(const std::string& why, bool by_reader = false);
   void RefuseResult(const std::string& lease_id, const std::string& reason);
   void Release(const std::string& lease_id);
   // Writes the leases to the worker. Leases it can no longer receive go back to the queue.
@@ -143,7 +144,7 @@ class LeaseDispatcher {
   Notifier::WorkWaiter waiter_;
   prometheus::Counter& leases_granted_;
   prometheus::Histogram& queue_wait_;
-  absl::Mutex write_mu_;  // one Send at a time
+  absl::Mutex write_mu_;  // one Send at a time; taken before mu_ where both are held
   absl::Mutex mu_;
   std::set<std::string> outstanding_ ABSL_GUARDED_BY(mu_);
   int reserved_ ABSL_GUARDED_BY(mu_) = 0;

@@ -3,7 +3,9 @@
 // drives the dispatcher's two entry points (OfferLeases, Handle) from the test thread.
 #include "coordinator/lease_dispatcher.h"
 
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "coordinator/fake_work_queue.h"
@@ -272,6 +274,47 @@ TEST_F(LeaseDispatcherTest, ARevokedWorkerThatSaysNothingIsOfferedNothing) {
   EXPECT_EQ(queue_.Attempts(later), 0);
   d->RunLeasing([] { return false; });  // returns at once: the worker was cut off
   EXPECT_THAT(sender.sent, IsEmpty());
+}
+
+// A queue that runs `during` inside Lease, after the leases were taken and before they are
+// sent: the reader thread's work racing the handler's.
+class RacingQueue : public FakeWorkQueue {
+ public:
+  absl::StatusOr<Leased> Lease(const LeaseRequest& request) override {
+    absl::StatusOr<Leased> leased = FakeWorkQueue::Lease(request);
+    if (during) std::exchange(during, nullptr)();
+    return leased;
+  }
+  std::function<void()> during;
+};
+
+// The review of session 29: a token revoked while a lease was being taken (the reader's next
+// message cuts the worker off) must not let that lease, and its sources, reach the worker.
+TEST(LeaseDispatcherRaceTest, LeasesTakenWhileTheWorkerIsCutOffAreNotSent) {
+  RacingQueue queue;
+  Notifier notifier;
+  prometheus::Registry registry;
+  DispatchMetrics metrics(registry);
+  RecordingSender sender;
+  absl::Status credentials;
+  DispatchSettings settings;
+  settings.worker_id = "w1";
+  settings.gpu_type = "H200";
+  settings.capacity = 2;
+  LeaseDispatcher d(
+      queue, notifier, sender, metrics, settings, [&] { return credentials; }, nullptr);
+  const int64_t a = queue.Enqueue("H200");
+  const int64_t b = queue.Enqueue("H200");
+  queue.during = [&] {
+    credentials = absl::UnauthenticatedError("token revoked");
+    EXPECT_FALSE(d.Handle(HeartbeatOf({}, false)));
+  };
+  d.OfferLeases();
+  EXPECT_THAT(sender.LeaseIds(), IsEmpty());
+  EXPECT_THAT(queue.Queued(), ElementsAre(a, b));
+  EXPECT_EQ(queue.Attempts(a), 0);
+  ASSERT_TRUE(d.cut_off().has_value());
+  EXPECT_TRUE(d.OfferLeases().ended);
 }
 
 TEST_F(LeaseDispatcherTest, CredentialsAreAskedAtMostOncePerPollIntervalBeforeLeasing) {

@@ -87,6 +87,14 @@ grpc::Status WorkerServiceImpl::Connect(grpc::ServerContext* ctx, WorkerStream* 
                         "worker " + worker_id + " registered with another identity than " +
                             principal->name + "'s token");
   }
+  if (!IsGpuTypeName(worker->gpu_type)) {
+    // Registered before session 29's limits: its type would become a metrics label and a
+    // pool name of any size. It registers again.
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        "worker " + worker_id +
+                            " was registered with a GPU type that is not a valid name "
+                            "(1-64 of [A-Za-z0-9._-]); register again");
+  }
   DispatchSettings settings;
   settings.worker_id = worker_id;
   settings.gpu_type = worker->gpu_type;

@@ -42,9 +42,13 @@ bool EvalServerClient::Start(std::string* why_not) {
     argv.push_back(config_.cache_dir);
   }
   SandboxPolicy policy = config_.policy;
-  // With the file view (root) the server's /dev/shm is the sandbox's own: what an evaluation
-  // leaves there goes before the next (serve.h). The server checks that it starts empty.
-  if (geteuid() == 0 && policy.view.enabled) argv.push_back("--clear-dev-shm");
+  // With the file view (root, namespaces required: a sandbox that may run without them builds
+  // no view, and its /dev/shm is the machine's, other lanes' files included) the server's
+  // /dev/shm is the sandbox's own: what an evaluation leaves there goes before the next
+  // (serve.h). The server also checks that it starts empty.
+  if (geteuid() == 0 && policy.view.enabled && policy.require_namespaces) {
+    argv.push_back("--clear-dev-shm");
+  }
   int lock_fd = -1;
   if (!config_.gpu_lock_path.empty()) {
     const int opened = open(config_.gpu_lock_path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);

@@ -157,7 +157,9 @@ class ModelNew(nn.Module):
 // from one evaluation to the next (red team, session 29).
 TEST_F(EvalServerClientTest, NothingAnEvaluationLeftInDevShmReachesTheNext) {
   if (geteuid() != 0) GTEST_SKIP() << "the sandbox's own /dev/shm needs its mount namespace";
-  EvalServerClient client(config_);
+  EvalServerConfig config = config_;
+  config.policy.require_namespaces = true;  // as a root worker's defaults: the view is built
+  EvalServerClient client(config);
   v1::EvalRequest request = Request("examples/candidates/tiny_relu/correct.py");
   request.set_candidate_source(R"(import os
 import torch
@@ -177,6 +179,16 @@ class ModelNew(nn.Module):
         << "request " << i + 1 << ": " << r.output_log();
     EXPECT_FALSE(r.server_stops());
   }
+  // A sandbox that may run without namespaces builds no view where it cannot have them, and
+  // then its /dev/shm is the machine's, other lanes' files included: nothing is cleared.
+  EvalServerConfig optional = config_;
+  optional.policy.require_namespaces = false;
+  EvalServerClient unsure(optional);
+  v1::EvalResult first = MustEvaluate(unsure, request);
+  v1::EvalResult second = MustEvaluate(unsure, request);
+  EXPECT_EQ(second.verdict(), v1::VERDICT_OK) << second.reason();
+  EXPECT_EQ(second.output_log().find("kforge-shm []"), std::string::npos)
+      << "without required namespaces the server does not clear /dev/shm: " << second.output_log();
 }
 
 TEST_F(EvalServerClientTest, StartsAFreshServerAfterItWasKilled) {

@@ -330,6 +330,17 @@ TEST(BadInputTest, AWorkerMustRegisterAShortGpuTypeAndHostname) {
             "cli-test-gpu, cpu, gpu.v2_x, typeA, typeB); the coordinator's --gpu_pools names "
             "pools that have no worker now");
   EXPECT_EQ(cluster.Query("SELECT count(*) FROM workers").Get(0, 0), "6");
+
+  // One registered before the limits (its row as it was stored then) holds no stream: its
+  // type would become a metrics label and a pool name (the review of session 29).
+  RogueWorker old(address, "H200", token);
+  ASSERT_TRUE(old.registered().ok());
+  cluster.Query("UPDATE workers SET gpu_type = repeat('H', 200000) WHERE worker_id = '" +
+                old.worker_id() + "'");
+  old.Connect();
+  grpc::Status ended = old.Finish();
+  EXPECT_EQ(ended.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(ended.error_message(), HasSubstr("register again"));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pybind11/embed.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -137,6 +138,7 @@ class Template {
 };
 
 Template g_template;
+constexpr int kSpawnWaitMs = 10000;
 
 // What travels in the request's memfd before the serialized EvalRequest.
 struct SpawnHeader {
@@ -239,10 +241,20 @@ pid_t Template::SpawnOnce(const v1::EvalRequest& request, const EngineContext& c
   close(memfd);
   if (sent != 1) return -1;
   int32_t answer = 0;
-  ssize_t got;
+  ssize_t got = -1;
+  // A fork takes milliseconds: a template that does not answer in kSpawnWaitMs is stopped or
+  // wedged, and taken for gone rather than waited on for the whole request.
+  struct pollfd pfd = {sock_, POLLIN, 0};
+  int ready;
   do {
-    got = read(sock_, &answer, sizeof answer);
-  } while (got < 0 && errno == EINTR);
+    ready = poll(&pfd, 1, kSpawnWaitMs);
+  } while (ready < 0 && errno == EINTR);
+  if (ready == 0) errno = ETIMEDOUT;
+  if (ready > 0) {
+    do {
+      got = read(sock_, &answer, sizeof answer);
+    } while (got < 0 && errno == EINTR);
+  }
   if (got != sizeof answer || answer == 0) {
     errno = got < 0 ? errno : EPIPE;  // the template is gone
     return -1;
@@ -590,6 +602,17 @@ int Serve(const ServeOptions& options) {
         ClearSharedReference(&request);
       }
       result = EvaluateSupervised(request, context, {}, options.turns);
+      if (g_template.broken()) {
+        // No evaluation ran: the template is gone (killed, stopped, out of memory), which is
+        // not this candidate's doing. No answer, so that the client evaluates the request
+        // elsewhere (the worker: a one-shot child) instead of storing the failure as its
+        // verdict.
+        std::fprintf(stderr,
+                     "kforge-eval --serve: its template process is gone (%s); the server "
+                     "stops without an answer\n",
+                     result.reason().c_str());
+        return 1;
+      }
       // What the evaluation left in /dev/shm goes with it, unless its processes may still run
       // (the server stops then anyway).
       if (clear_dev_shm && !ProcessesOutlivedTheirKill() && !ClearDevShm()) {
@@ -605,9 +628,8 @@ int Serve(const ServeOptions& options) {
     // the request directory that could not be removed (the sandbox's scratch goes with it).
     const char* stop = ProcessesOutlivedTheirKill()
                            ? "processes of an evaluation outlived their SIGKILL"
-                       : g_scratch_left      ? "an evaluation left files that could not be removed"
-                       : g_template.broken() ? "its template process is gone"
-                                             : nullptr;
+                       : g_scratch_left ? "an evaluation left files that could not be removed"
+                                        : nullptr;
     if (stop) result.set_server_stops(true);
     std::string answer =
         options.json_results ? ResultToJson(result) : result.SerializeAsString();

@@ -22,8 +22,10 @@ import os
 import re
 import secrets
 import shutil
+import signal
 import subprocess
 import tempfile
+import time
 
 import serve_client
 from check_util import ROOT, TINY_RELU_TASK as TASK, check
@@ -78,6 +80,44 @@ def memory(binary):
             check(server.close() == 0, "the server ends cleanly")
 
 
+def children(pid):
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(c) for c in f.read().split()]
+    except OSError:
+        return []
+
+
+def template_gone(binary, sig):
+    """A server whose template process is killed or stopped (`sig`) does not answer the next
+    request (the worker then evaluates it in a one-shot child) and exits 1: a failed spawn is
+    not the next candidate's runtime_error (the review of session 29)."""
+    with tempfile.TemporaryDirectory(prefix="kforge-template-test-") as tmp:
+        server = serve_client.Server(binary, env=dict(os.environ, TMPDIR=tmp),
+                                     stderr=subprocess.DEVNULL)
+        kids = []
+        for _ in range(600):  # the template is forked once the warm imports are made
+            kids = children(server.proc.pid)
+            if kids:
+                break
+            time.sleep(0.1)
+        check(len(kids) == 1, f"the server has its template process ({kids})")
+        os.kill(kids[0], sig)
+        answered = None
+        try:
+            answered = evaluate(server, open(os.path.join(HERE, "..", "..", "examples",
+                                                          "candidates", "tiny_relu",
+                                                          "correct.py")).read())
+        except (EOFError, BrokenPipeError):
+            pass
+        check(answered is None, f"template {signal.Signals(sig).name}: no answer "
+                                f"({(answered or {}).get('verdict')})")
+        if sig == signal.SIGSTOP:
+            os.kill(kids[0], signal.SIGKILL)
+        check(server.proc.wait(timeout=30) == 1,
+              f"template {signal.Signals(sig).name}: the server exits 1")
+
+
 def private_shm_possible():
     if os.geteuid() != 0 or not shutil.which("unshare"):
         return False
@@ -124,6 +164,8 @@ def main():
     p.add_argument("--eval", required=True)
     args = p.parse_args()
     memory(args.eval)
+    template_gone(args.eval, signal.SIGKILL)
+    template_gone(args.eval, signal.SIGSTOP)
     if not private_shm_possible():
         print("SKIP /dev/shm: needs root and a mount namespace of its own", flush=True)
         return
