@@ -36,6 +36,16 @@ void SetDeadline(grpc::ClientContext& ctx, int seconds = 20) {
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(seconds));
 }
 
+// CancelJob of `job_id` as the holder of `token`.
+grpc::Status CancelJobAs(Cluster& cluster, const std::string& token, const std::string& job_id) {
+  grpc::ClientContext ctx;
+  SetDeadline(ctx);
+  v1::CancelJobRequest req;
+  req.set_job_id(job_id);
+  v1::CancelJobResponse resp;
+  return cluster.StubWithToken(token)->CancelJob(&ctx, req, &resp);
+}
+
 // Queues `candidate` for `gpu_type` and leaves the stream open (the context keeps it).
 std::unique_ptr<grpc::ClientReader<v1::EvaluationRecord>> Queue(
     v1::JobService::Stub& stub, grpc::ClientContext& ctx, const std::string& task,
@@ -146,12 +156,7 @@ TEST(SecurityTest, JobsBelongToTheirPrincipalAndRolesLimitWhatTokensDo) {
     return cluster.StubWithToken(token)->SubmitJob(&ctx, job, resp);
   };
   auto cancel = [&](const std::string& token, const std::string& id) {
-    grpc::ClientContext ctx;
-    SetDeadline(ctx);
-    v1::CancelJobRequest req;
-    req.set_job_id(id);
-    v1::CancelJobResponse resp;
-    return cluster.StubWithToken(token)->CancelJob(&ctx, req, &resp);
+    return CancelJobAs(cluster, token, id);
   };
   v1::SubmitJobResponse a1, a2, none;
   ASSERT_TRUE(submit(alice, &a1).ok());
@@ -198,14 +203,7 @@ TEST(SecurityTest, APrincipalOfTheSameNameInAnotherTenantCannotCancelAJob) {
   job.set_gpu_types(0, "any");
   std::string id = SubmitJob(*cluster.StubWithToken(public_alice), job);
   ASSERT_FALSE(id.empty());
-  auto cancel = [&](const std::string& token) {
-    grpc::ClientContext ctx;
-    SetDeadline(ctx);
-    v1::CancelJobRequest req;
-    req.set_job_id(id);
-    v1::CancelJobResponse resp;
-    return cluster.StubWithToken(token)->CancelJob(&ctx, req, &resp);
-  };
+  auto cancel = [&](const std::string& token) { return CancelJobAs(cluster, token, id); };
   grpc::Status s = cancel(lab_alice);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_EQ(s.error_message(), "alice of tenant lab-a may not cancel job " + id +

@@ -23,50 +23,21 @@ their ratio, then per task the ratios' range.
 import argparse
 import json
 import os
-import random
 import statistics
 import sys
-import tempfile
 
 
 def consumer(corpus, name, program, samples, queue, done):
     import torch
-    from call_spread_probe import load_program, preroll_cycles
-    from span_probe import split_samples
+    from call_spread_probe import load_program
+    from placement_probe import busy_samples
     shared = queue.get()  # CUDA tensors mapped through their IPC handles
     model, _ = load_program(corpus, name, program)
     local = [x.clone() if torch.is_tensor(x) else x for x in shared]
     sets = {"ipc": shared, "local": local}
     flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size // 4,
                         device="cuda")
-    with torch.no_grad():
-        for s in sets.values():
-            model(*s)
-        cycles = preroll_cycles()
-        rng = random.Random(11)
-        names = []
-        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
-                                                torch.profiler.ProfilerActivity.CUDA]) as prof:
-            for i in range(samples):
-                order = list(sets)
-                rng.shuffle(order)
-                for k in order:
-                    flush.zero_()
-                    torch.cuda.synchronize()
-                    torch.cuda._sleep(cycles)
-                    n = f"kforge_ipc_{k}_{i}"
-                    with torch.profiler.record_function(n):
-                        model(*sets[k])
-                    torch.cuda.synchronize()
-                    names.append((k, i, n))
-        with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "trace.json")
-            prof.export_chrome_trace(path)
-            parts = split_samples(json.load(open(path)), {n for _, _, n in names})
-    busy = {k: [] for k in sets}
-    for k, i, n in names:
-        if i >= 3 and n in parts and parts[n]["queued"]:
-            busy[k].append(parts[n]["busy"])
+    busy = busy_samples(model, sets, samples, flush, seed=11)
     med = {k: statistics.median(v) for k, v in busy.items() if v}
     ratio = med["ipc"] / med["local"] if len(med) == 2 else 0.0
     print(json.dumps(dict(task=name, program=program, ipc_ms=round(med.get("ipc", 0), 6),

@@ -33,10 +33,49 @@ import tempfile
 from call_spread_probe import run_children
 
 
+def busy_samples(model, sets, samples, flush, seed):
+    """Per key of `sets` (name -> inputs), the GPU busy times (ms) of one forward on those
+    inputs: `samples` rounds, each timing every set once in an order shuffled by `seed`: L2
+    flushed (a memset of `flush`), the device drained, a ~1 ms torch.cuda._sleep pre-roll, one
+    forward; its busy time from torch.profiler's trace. The first 3 rounds and samples whose
+    work was not queued whole behind the pre-roll are left out."""
+    import torch
+    from call_spread_probe import preroll_cycles
+    from span_probe import split_samples
+    with torch.no_grad():
+        for s in sets.values():
+            model(*s)
+        cycles = preroll_cycles()
+        rng = random.Random(seed)
+        names = []
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
+                                                torch.profiler.ProfilerActivity.CUDA]) as prof:
+            for i in range(samples):
+                order = list(sets)
+                rng.shuffle(order)
+                for k in order:
+                    flush.zero_()
+                    torch.cuda.synchronize()
+                    torch.cuda._sleep(cycles)
+                    n = f"kforge_sample_{k}_{i}"
+                    with torch.profiler.record_function(n):
+                        model(*sets[k])
+                    torch.cuda.synchronize()
+                    names.append((k, i, n))
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "trace.json")
+            prof.export_chrome_trace(path)
+            parts = split_samples(json.load(open(path)), {n for _, _, n in names})
+    busy = {k: [] for k in sets}
+    for k, i, n in names:
+        if i >= 3 and n in parts and parts[n]["queued"]:
+            busy[k].append(parts[n]["busy"])
+    return busy
+
+
 def child(corpus, name, program, placements, samples):
     import torch
-    from call_spread_probe import load_program, preroll_cycles
-    from span_probe import split_samples
+    from call_spread_probe import load_program
     model, inputs = load_program(corpus, name, program)
     flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size // 4,
                         device="cuda")
@@ -45,34 +84,7 @@ def child(corpus, name, program, placements, samples):
         keep.append(torch.empty(p * 1_441_792 + 65_536 * (p % 3), dtype=torch.uint8,
                                 device="cuda"))
         sets.append([x.clone() if torch.is_tensor(x) else x for x in inputs])
-    with torch.no_grad():
-        for s in sets:
-            model(*s)
-        cycles = preroll_cycles()
-        rng = random.Random(7)
-        names = []
-        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
-                                                torch.profiler.ProfilerActivity.CUDA]) as prof:
-            for i in range(samples):
-                order = list(range(placements))
-                rng.shuffle(order)
-                for p in order:
-                    flush.zero_()
-                    torch.cuda.synchronize()
-                    torch.cuda._sleep(cycles)
-                    n = f"kforge_place_{p}_{i}"
-                    with torch.profiler.record_function(n):
-                        model(*sets[p])
-                    torch.cuda.synchronize()
-                    names.append((p, i, n))
-        with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "trace.json")
-            prof.export_chrome_trace(path)
-            parts = split_samples(json.load(open(path)), {n for _, _, n in names})
-    busy = {p: [] for p in range(placements)}
-    for p, i, n in names:
-        if i >= 3 and n in parts and parts[n]["queued"]:
-            busy[p].append(parts[n]["busy"])
+    busy = busy_samples(model, dict(enumerate(sets)), samples, flush, seed=7)
     med = {p: statistics.median(v) for p, v in busy.items() if v}
     pooled = statistics.median([x for v in busy.values() for x in v])
     addrs = [hex(s[0].data_ptr()) for s in sets if torch.is_tensor(s[0])]
