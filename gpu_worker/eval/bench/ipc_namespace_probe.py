@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""Can the worker's sandbox take an IPC namespace of its own on a GPU? (docs/security.md)
+
+The sandbox unshares the network, mount and PID namespaces but not the IPC namespace, so a
+candidate's System V segments and message queues outlive its evaluation. Containers are told
+to share the host's IPC namespace for CUDA IPC and MPS; kforge's judge and candidate share
+their inputs through CUDA IPC (shared_slots.cc) and may run under MPS. This probe asks the
+GPU, as root, per configuration (MPS off or on; host IPC namespace or a new one entered before
+CUDA starts, as the sandbox would): does a CUDA tensor still cross from one process to a
+spawned one, with the right contents, and does the client reach the MPS server? It also lists
+the System V objects each configuration's processes leave, in their namespace and the host's
+(does CUDA or MPS use any?). One JSON line per configuration, then a verdict.
+
+  ipc_namespace_probe.py [--mps-control nvidia-cuda-mps-control]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+
+def sysv_objects():
+    """System V objects of the reading process's IPC namespace: {kind: count}."""
+    found = {}
+    for kind in ("shm", "sem", "msg"):
+        try:
+            with open(f"/proc/sysvipc/{kind}") as f:
+                found[kind] = max(0, len(f.read().splitlines()) - 1)
+        except OSError as e:
+            found[kind] = f"unreadable: {e.strerror}"
+    return found
+
+
+def reader(queue, answer):
+    t = queue.get()  # unpickling maps the tensor through its CUDA IPC handle
+    answer.put(float(t.double().sum()))
+
+
+def child(new_ns):
+    """One configuration: optionally a new IPC namespace, then CUDA IPC to a spawned reader."""
+    result = {"new_ipc_namespace": new_ns}
+    if new_ns:
+        import ctypes
+        if ctypes.CDLL(None, use_errno=True).unshare(0x08000000) != 0:  # CLONE_NEWIPC
+            result["error"] = f"unshare: {os.strerror(ctypes.get_errno())}"
+            print(json.dumps(result), flush=True)
+            return
+    result["ipc_ns"] = os.readlink("/proc/self/ns/ipc")
+    try:
+        import torch
+        import torch.multiprocessing as mp
+        x = torch.arange(1 << 20, device="cuda", dtype=torch.float32)
+        torch.cuda.synchronize()
+        ctx = mp.get_context("spawn")
+        queue, answer = ctx.Queue(), ctx.Queue()
+        p = ctx.Process(target=reader, args=(queue, answer))
+        p.start()
+        queue.put(x)
+        got = answer.get(timeout=90)
+        p.join(timeout=30)
+        result["ipc_sum_ok"] = got == float(x.double().sum())
+        result["reader_exit"] = p.exitcode
+    except Exception as e:  # any failure is the finding
+        result["error"] = f"{type(e).__name__}: {e}"[:400]
+    result["sysv_in_own_namespace"] = sysv_objects()
+    print(json.dumps(result), flush=True)
+
+
+def mps_servers(control, env):
+    r = subprocess.run([control], input="get_server_list\n", capture_output=True, text=True,
+                       env=env, timeout=20)
+    return r.stdout.split()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--child", choices=["host", "new"])
+    ap.add_argument("--mps-control", default="nvidia-cuda-mps-control")
+    args = ap.parse_args()
+    if args.child:
+        return child(args.child == "new")
+    rows = []
+    for mps in (False, True):
+        for ns in ("host", "new"):
+            # A daemon per configuration: a server listed after the run was started for it.
+            env = dict(os.environ)
+            if mps:
+                pipe = "/tmp/kforge-ipcns-mps"
+                os.makedirs(pipe, exist_ok=True)
+                env.update(CUDA_MPS_PIPE_DIRECTORY=pipe, CUDA_MPS_LOG_DIRECTORY=pipe)
+                if subprocess.run([args.mps_control, "-d"], env=env).returncode != 0:
+                    print(json.dumps({"mps": True, "error": "the MPS daemon did not start"}))
+                    continue
+                time.sleep(1)
+            before = sysv_objects()
+            t0 = time.time()
+            r = subprocess.run([sys.executable, __file__, "--child", ns], env=env,
+                               capture_output=True, text=True, timeout=180)
+            lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
+            row = json.loads(lines[-1]) if lines else {"error": r.stderr[-400:]}
+            row.update(namespace=ns, mps=mps, rc=r.returncode, wall_s=round(time.time() - t0, 1),
+                       sysv_host_before=before, sysv_host_after=sysv_objects())
+            if mps:
+                row["mps_servers_after"] = mps_servers(args.mps_control, env)
+                subprocess.run([args.mps_control], input="quit\n", text=True, env=env,
+                               timeout=30)
+                time.sleep(2)
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    new = [r for r in rows if r["namespace"] == "new"]
+    ipc_ok = len(new) == 2 and all(r.get("ipc_sum_ok") for r in new)
+    mps_ok = len(new) == 2 and all(r.get("mps_servers_after") for r in new if r["mps"])
+    print(json.dumps({"new_namespace_keeps_cuda_ipc": ipc_ok,
+                      "new_namespace_client_started_an_mps_server": mps_ok,
+                      "configurations": len(rows)}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
