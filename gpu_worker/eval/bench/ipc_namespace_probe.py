@@ -7,9 +7,12 @@ to share the host's IPC namespace for CUDA IPC and MPS; kforge's judge and candi
 their inputs through CUDA IPC (shared_slots.cc) and may run under MPS. This probe asks the
 GPU, as root, per configuration (MPS off or on; host IPC namespace or a new one entered before
 CUDA starts, as the sandbox would): does a CUDA tensor still cross from one process to a
-spawned one, with the right contents, and does the client reach the MPS server? It also lists
-the System V objects each configuration's processes leave, in their namespace and the host's
-(does CUDA or MPS use any?). One JSON line per configuration, then a verdict.
+spawned one, with the right contents, and does the client reach the MPS server? A third
+configuration keeps the host's namespace but refuses every System V IPC and POSIX message-queue
+call with EPERM, as a seccomp filter in the candidate process would (inherited by the spawned
+reader). It also lists the System V objects each configuration's processes leave, in their
+namespace and the host's (does CUDA or MPS use any?). One JSON line per configuration, then a
+verdict.
 
   ipc_namespace_probe.py [--mps-control nvidia-cuda-mps-control]
 """
@@ -38,9 +41,48 @@ def reader(queue, answer):
     answer.put(float(t.double().sum()))
 
 
-def child(new_ns):
-    """One configuration: optionally a new IPC namespace, then CUDA IPC to a spawned reader."""
-    result = {"new_ipc_namespace": new_ns}
+# x86-64: shmget shmat shmctl semget semop semctl msgget msgsnd msgrcv msgctl semtimedop
+# mq_open mq_unlink mq_timedsend mq_timedreceive mq_notify mq_getsetattr.
+SYSV_AND_MQ = (29, 30, 31, 64, 65, 66, 68, 69, 70, 71, 220, 240, 241, 242, 243, 244, 245)
+
+
+def deny_sysv_ipc():
+    """A seccomp filter: the calls above fail with EPERM. Returns an error string or None."""
+    import ctypes
+    import struct
+    ld_nr, jeq, ret = 0x20, 0x15, 0x06  # BPF_LD|BPF_W|BPF_ABS, BPF_JMP|BPF_JEQ|BPF_K, BPF_RET
+    prog = [struct.pack("HBBI", ld_nr, 0, 0, 0)]  # seccomp_data.nr
+    for nr in SYSV_AND_MQ:
+        prog.append(struct.pack("HBBI", jeq, 0, 1, nr))
+        prog.append(struct.pack("HBBI", ret, 0, 0, 0x00050000 | 1))  # SECCOMP_RET_ERRNO|EPERM
+    prog.append(struct.pack("HBBI", ret, 0, 0, 0x7FFF0000))  # SECCOMP_RET_ALLOW
+    code = ctypes.create_string_buffer(b"".join(prog))
+
+    class Fprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    fprog = Fprog(len(prog), ctypes.cast(code, ctypes.c_void_p))
+    if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
+        return f"no_new_privs: {os.strerror(ctypes.get_errno())}"
+    if libc.prctl(22, 2, ctypes.byref(fprog), 0, 0) != 0:  # PR_SET_SECCOMP, FILTER
+        return f"seccomp: {os.strerror(ctypes.get_errno())}"
+    # The filter's proof: shmget must now fail with EPERM.
+    if libc.shmget(0, 4096, 0o1000 | 0o600) >= 0 or ctypes.get_errno() != 1:
+        return "the filter did not refuse shmget"
+    return None
+
+
+def child(mode):
+    """One configuration: a new IPC namespace or the filter, then CUDA IPC to a reader."""
+    new_ns = mode == "new"
+    result = {"new_ipc_namespace": new_ns, "sysv_denied": mode == "deny-sysv"}
+    if mode == "deny-sysv":
+        failed = deny_sysv_ipc()
+        if failed:
+            result["error"] = failed
+            print(json.dumps(result), flush=True)
+            return
     if new_ns:
         import ctypes
         if ctypes.CDLL(None, use_errno=True).unshare(0x08000000) != 0:  # CLONE_NEWIPC
@@ -76,14 +118,14 @@ def mps_servers(control, env):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--child", choices=["host", "new"])
+    ap.add_argument("--child", choices=["host", "new", "deny-sysv"])
     ap.add_argument("--mps-control", default="nvidia-cuda-mps-control")
     args = ap.parse_args()
     if args.child:
-        return child(args.child == "new")
+        return child(args.child)
     rows = []
     for mps in (False, True):
-        for ns in ("host", "new"):
+        for ns in ("host", "new", "deny-sysv"):  # the IPC namespace, or the filter
             # A daemon per configuration: a server listed after the run was started for it.
             env = dict(os.environ)
             if mps:
@@ -100,8 +142,8 @@ def main():
                                capture_output=True, text=True, timeout=180)
             lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
             row = json.loads(lines[-1]) if lines else {"error": r.stderr[-400:]}
-            row.update(namespace=ns, mps=mps, rc=r.returncode, wall_s=round(time.time() - t0, 1),
-                       sysv_host_before=before, sysv_host_after=sysv_objects())
+            row.update(configuration=ns, mps=mps, rc=r.returncode,
+                       wall_s=round(time.time() - t0, 1), sysv_host_before=before, sysv_host_after=sysv_objects())
             if mps:
                 row["mps_servers_after"] = mps_servers(args.mps_control, env)
                 subprocess.run([args.mps_control], input="quit\n", text=True, env=env,
@@ -109,12 +151,14 @@ def main():
                 time.sleep(2)
             rows.append(row)
             print(json.dumps(row), flush=True)
-    new = [r for r in rows if r["namespace"] == "new"]
-    ipc_ok = len(new) == 2 and all(r.get("ipc_sum_ok") for r in new)
-    mps_ok = len(new) == 2 and all(r.get("mps_servers_after") for r in new if r["mps"])
-    print(json.dumps({"new_namespace_keeps_cuda_ipc": ipc_ok,
-                      "new_namespace_client_started_an_mps_server": mps_ok,
-                      "configurations": len(rows)}), flush=True)
+    verdict = {"configurations": len(rows)}
+    for mode in ("new", "deny-sysv"):
+        these = [r for r in rows if r["configuration"] == mode]
+        verdict[f"{mode}: keeps CUDA IPC"] = (len(these) == 2 and
+                                              all(r.get("ipc_sum_ok") for r in these))
+        verdict[f"{mode}: its client started an MPS server"] = (
+            len(these) == 2 and all(r.get("mps_servers_after") for r in these if r["mps"]))
+    print(json.dumps(verdict), flush=True)
 
 
 if __name__ == "__main__":
