@@ -143,7 +143,8 @@ def main():
             lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
             row = json.loads(lines[-1]) if lines else {"error": r.stderr[-400:]}
             row.update(configuration=ns, mps=mps, rc=r.returncode,
-                       wall_s=round(time.time() - t0, 1), sysv_host_before=before, sysv_host_after=sysv_objects())
+                       wall_s=round(time.time() - t0, 1), sysv_host_before=before,
+                       sysv_host_after=sysv_objects())
             if mps:
                 row["mps_servers_after"] = mps_servers(args.mps_control, env)
                 subprocess.run([args.mps_control], input="quit\n", text=True, env=env,
