@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Session 30, call 2 (after docs/data/session28/commands/call2.sh): session 26's planned
-# throughput call (issue 14 point 4) cut to 390 s, then session 29's probes (call3.sh) and
+# throughput call (issue 14 point 4) cut to 300 s, then session 29's probes (call3.sh) and
 # whether the sandbox can take an IPC namespace, or the candidate refuse System V IPC
 # (ipc_namespace_probe.py), all in one device call. Carry .gpu-carry/kernelbench, corpora,
 # kb_harness, googletest and cluster.
-TOTAL_S=390 bash docs/data/session26/commands/call1_planned.sh
+TOTAL_S=300 bash docs/data/session26/commands/call1_planned.sh
 rc=$?
 timeout 110 bash docs/data/session29/commands/call3.sh > /dev/null 2>&1
 echo "probes: rc=$?"
