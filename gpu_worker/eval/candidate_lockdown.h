@@ -8,10 +8,12 @@
 //     judge that is not dumpable;
 //   - a seccomp filter (stacked on the worker sandbox's) that fails with EPERM: kill and tgkill
 //     aimed at any process but itself, tkill, rt_sigqueueinfo and rt_tgsigqueueinfo,
-//     pidfd_open, pidfd_getfd, pidfd_send_signal, ptrace, process_vm_readv/writev, setsid
-//     and kcmp. setpgid is allowed (ninja puts every compiler it starts in a process group of
-//     its own): what leaves the evaluation's process group is reparented to the supervisor, a
-//     child subreaper, which kills it when the evaluation ends (supervisor.h).
+//     pidfd_open, pidfd_getfd, pidfd_send_signal, ptrace, process_vm_readv/writev, setsid,
+//     kcmp, and every System V IPC and POSIX message-queue call but shmdt (what they make
+//     outlives the evaluation: a channel to later ones). setpgid is allowed (ninja puts every
+//     compiler it starts in a process group of its own): what leaves the evaluation's process group
+//     is reparented to the supervisor, a child subreaper, which kills it when the evaluation ends
+//     (supervisor.h).
 // The judge makes itself non-dumpable; together these keep the candidate off its memory, its
 // descriptors and its signals.
 //
