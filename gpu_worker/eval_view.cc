@@ -54,6 +54,8 @@ absl::Status AddEnginePaths(const std::string& eval_binary, const std::string& c
     view->read_only.push_back(line);
     if (restricted && absl::EndsWith(line, "/site-packages")) {
       executables->push_back(line + "/triton/backends/nvidia/bin");
+      // Inductor points Triton at torch's own ptxas (TRITON_PTXAS_PATH) where torch ships one.
+      executables->push_back(line + "/torch/bin/ptxas");
     }
   }
   view->read_only.push_back(eval_binary.substr(0, eval_binary.find_last_of('/')));

@@ -218,12 +218,15 @@ TEST_F(EvalViewTest, CompilersRunInsideTheView) {
 // Python processes, which the list does not hold (a second process running Python could do a
 // candidate's GPU work where the judge does not trace it; on the H200 such candidates failed
 // with "Permission denied: .../bin/python3"), so the children are told to compile in process
-// (sandbox_evaluator.cc). On a GPU the candidate compiles with Triton (session 25's corpus run).
+// (sandbox_evaluator.cc). On a GPU the candidate compiles with Triton (session 25's corpus run)
+// and Triton runs the ptxas Inductor names, torch's own (refused until session 30).
 TEST_F(EvalViewTest, TorchCompileIsToldToCompileInProcess) {
   v1::EvalResult compiled = Evaluate(Source("tests/security/view_torch_compile.py"));
   EXPECT_EQ(compiled.verdict(), v1::VERDICT_OK) << compiled.reason();
   EXPECT_THAT(compiled.output_log(), HasSubstr("INDUCTOR env 1\n"));
   EXPECT_THAT(compiled.output_log(), HasSubstr("INDUCTOR compile_threads 1\n"));
+  // The ptxas Inductor tells Triton to run (torch's own) is on the program list.
+  EXPECT_THAT(compiled.output_log(), HasSubstr("/torch/bin/ptxas rc 0\n"));
 }
 
 // nvcc and its tools (cicc, ptxas, fatbinary, nvlink through the host compiler) inside the

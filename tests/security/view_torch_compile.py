@@ -5,6 +5,7 @@
 # children to compile in process. This candidate says how many compile threads Inductor will
 # use; on a GPU its torch.compile then builds Triton kernels in process.
 import os
+import subprocess
 
 import torch
 import torch._inductor.config as inductor_config
@@ -14,6 +15,22 @@ import torch.nn as nn
 # count, which is 1 on a 1-CPU machine whatever the worker does).
 print(f"INDUCTOR env {os.environ.get('TORCHINDUCTOR_COMPILE_THREADS')}", flush=True)
 print(f"INDUCTOR compile_threads {inductor_config.compile_threads}", flush=True)
+
+# The ptxas Triton runs to compile Inductor's kernels: torch's own, where torch ships one
+# (Inductor sets TRITON_PTXAS_PATH to it before Triton compiles). On the H100 the program list
+# refused it, and the corpus's torch.compile candidates failed with "Permission denied:
+# .../torch/bin/ptxas" (session 30); here it is run as Triton runs it.
+try:
+    from torch._inductor.async_compile import _set_triton_ptxas_path
+    _set_triton_ptxas_path()
+except ImportError:
+    pass
+PTXAS = os.environ.get("TRITON_PTXAS_PATH")
+try:
+    ran = subprocess.run([PTXAS, "--version"], capture_output=True, timeout=120) if PTXAS else None
+    print(f"PTXAS {PTXAS} rc {ran.returncode if ran else 'none'}", flush=True)
+except OSError as e:
+    print(f"PTXAS {PTXAS} failed: {e}", flush=True)
 
 
 class ModelNew(nn.Module):
