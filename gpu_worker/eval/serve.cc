@@ -325,14 +325,8 @@ void Template::Loop() {
 }
 
 void Template::RunEvaluation(int request_fd, int ctl, int out, int turn) {
-  // As RunSupervised's child: dumpable again, its own process group, stdout and stderr into
-  // the capture pipe.
-  prctl(PR_SET_DUMPABLE, 1);
-  setpgid(0, 0);
   close(sock_);
-  dup2(out, 1);
-  dup2(out, 2);
-  close(out);
+  BecomeEvaluationProcess(out);
   PyOS_AfterFork_Child();
   signal(SIGPIPE, SIG_DFL);  // as in a one-shot evaluation process
   std::string data;
@@ -376,14 +370,8 @@ tempfile.tempdir = None
 )",
              scope);
   }
-  StageReporter reporter(ctl, turn);
-  v1::EvalResult r = Evaluate(request, context, reporter);
-  // Everything printed goes first: the supervisor ends the process once the result is in.
-  fflush(stdout);
-  fflush(stderr);
-  reporter.Deliver(r);
-  // Skip destructors: a CUDA context broken by the candidate may hang or abort in teardown.
-  _exit(0);
+  RunEvaluationAndExit(
+      ctl, turn, [&](StageReporter& reporter) { return Evaluate(request, context, reporter); });
 }
 
 constexpr char kDevShm[] = "/dev/shm";

@@ -134,6 +134,24 @@ SupervisorLimits LimitsFor(const v1::EvalRequest& request) {
   return limits;
 }
 
+void BecomeEvaluationProcess(int out) {
+  prctl(PR_SET_DUMPABLE, 1);
+  setpgid(0, 0);
+  dup2(out, 1);
+  dup2(out, 2);
+  close(out);
+}
+
+void RunEvaluationAndExit(int ctl, int turn, const EvaluationWork& work) {
+  StageReporter reporter(ctl, turn);
+  v1::EvalResult r = work(reporter);
+  // Everything printed goes first: the supervisor ends the process once the result is in.
+  fflush(stdout);
+  fflush(stderr);
+  reporter.Deliver(r);
+  _exit(0);
+}
+
 v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWork& work,
                              const ForkHooks& hooks, const GpuTurns& turns) {
   const int gpu_lock_fd = turns.lock_fd;
@@ -168,13 +186,9 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   pid_t pid = hooks.spawn ? hooks.spawn(ctl[1], out[1], turn[0]) : fork();
   if (pid == 0 && !hooks.spawn) {
-    prctl(PR_SET_DUMPABLE, 1);
-    setpgid(0, 0);
     close(ctl[0]);
     close(out[0]);
-    dup2(out[1], 1);
-    dup2(out[1], 2);
-    close(out[1]);
+    BecomeEvaluationProcess(out[1]);
     if (gpu_lock_fd >= 0) {
       // Sharing the lock's open file description, code here could release the supervisor's
       // flock (LOCK_UN) or hold it past the evaluation.
@@ -182,14 +196,7 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
       close(turn[1]);
     }
     if (hooks.child) hooks.child();
-    StageReporter reporter(ctl[1], turn[0]);
-    v1::EvalResult r = work(reporter);
-    // Everything printed goes first: the supervisor ends the process once the result is in.
-    fflush(stdout);
-    fflush(stderr);
-    reporter.Deliver(r);
-    // Skip destructors: a CUDA context broken by the candidate may hang or abort in teardown.
-    _exit(0);
+    RunEvaluationAndExit(ctl[1], turn[0], work);
   }
   if (hooks.parent && !hooks.spawn) hooks.parent();
   for (int* end : {&ctl[1], &out[1], &turn[0]}) {  // the child's ends

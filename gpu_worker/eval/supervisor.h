@@ -97,6 +97,15 @@ struct GpuTurns {
 v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWork& work,
                              const ForkHooks& hooks = {}, const GpuTurns& turns = {});
 
+// The two ends of an evaluation process, shared by RunSupervised's fork and ForkHooks::spawn's
+// (serve.h). First: dumpable again (the supervisor is not), the leader of a process group of
+// its own, stdout and stderr into the capture pipe `out` (which is then closed).
+void BecomeEvaluationProcess(int out);
+// Last: `work` with a StageReporter on `ctl` and `turn`, then everything printed flushed, the
+// result delivered and the process ended without destructors (a CUDA context broken by the
+// candidate may hang or abort in teardown).
+[[noreturn]] void RunEvaluationAndExit(int ctl, int turn, const EvaluationWork& work);
+
 // True once processes of an evaluation outlived their SIGKILL by the strays' wait (30 s;
 // KFORGE_STRAYS_WAIT_S in the environment, for tests): a chain of forks, each forking again
 // before it is killed, or a process stuck in the driver. That evaluation's result is
