@@ -225,8 +225,11 @@ TEST_F(EvalViewTest, TorchCompileIsToldToCompileInProcess) {
   EXPECT_EQ(compiled.verdict(), v1::VERDICT_OK) << compiled.reason();
   EXPECT_THAT(compiled.output_log(), HasSubstr("INDUCTOR env 1\n"));
   EXPECT_THAT(compiled.output_log(), HasSubstr("INDUCTOR compile_threads 1\n"));
-  // The ptxas Inductor tells Triton to run (torch's own) is on the program list.
-  EXPECT_THAT(compiled.output_log(), HasSubstr("/torch/bin/ptxas rc 0\n"));
+  // The ptxas Inductor tells Triton to run (torch's own, where torch ships one) is on the
+  // program list.
+  if (compiled.output_log().find("PTXAS absent\n") == std::string::npos) {
+    EXPECT_THAT(compiled.output_log(), HasSubstr("/torch/bin/ptxas rc 0\n"));
+  }
 }
 
 // nvcc and its tools (cicc, ptxas, fatbinary, nvlink through the host compiler) inside the

@@ -7,7 +7,8 @@ to share the host's IPC namespace for CUDA IPC and MPS; kforge's judge and candi
 their inputs through CUDA IPC (shared_slots.cc) and may run under MPS. This probe asks the
 GPU, as root, per configuration (MPS off or on; host IPC namespace or a new one entered before
 CUDA starts, as the sandbox would): does a CUDA tensor still cross from one process to a
-spawned one, with the right contents, and does the client reach the MPS server? A third
+spawned one, with the right contents, do a cuDNN convolution, a cuBLAS matmul and a CUPTI
+activity trace run, and does the client reach the MPS server? A third
 configuration keeps the host's namespace but refuses every System V IPC and POSIX message-queue
 call with EPERM, as a seccomp filter in the candidate process would (inherited by the spawned
 reader). It also lists the System V objects each configuration's processes leave, in their
@@ -19,6 +20,7 @@ verdict.
 import argparse
 import json
 import os
+import platform
 import subprocess
 import sys
 import time
@@ -67,10 +69,44 @@ def deny_sysv_ipc():
         return f"no_new_privs: {os.strerror(ctypes.get_errno())}"
     if libc.prctl(22, 2, ctypes.byref(fprog), 0, 0) != 0:  # PR_SET_SECCOMP, FILTER
         return f"seccomp: {os.strerror(ctypes.get_errno())}"
-    # The filter's proof: shmget must now fail with EPERM.
-    if libc.shmget(0, 4096, 0o1000 | 0o600) >= 0 or ctypes.get_errno() != 1:
+    # The filter's proof: shmget must now fail with EPERM (and leaves nothing if it did not).
+    made = libc.shmget(0, 4096, 0o1000 | 0o600)  # IPC_PRIVATE, IPC_CREAT
+    if made >= 0:
+        libc.shmctl(made, 0, None)  # IPC_RMID
         return "the filter did not refuse shmget"
+    if ctypes.get_errno() != 1:
+        return f"shmget failed with {os.strerror(ctypes.get_errno())}, not EPERM"
     return None
+
+
+def library_paths():
+    """What the candidate process runs besides CUDA IPC, each under the configuration: a cuDNN
+    convolution, a cuBLAS matmul and a CUPTI activity trace (torch.profiler, as the device
+    clock traces in the candidate process). {name: "ok" or the error}."""
+    import torch
+    import torch.nn.functional as F
+    found = {}
+
+    def attempt(name, fn):
+        try:
+            found[name] = fn()
+        except Exception as e:  # any failure is the finding
+            found[name] = f"{type(e).__name__}: {e}"[:300]
+
+    x = torch.randn(8, 16, 32, 32, device="cuda")
+    w = torch.randn(32, 16, 3, 3, device="cuda")
+    a = torch.randn(512, 512, device="cuda")
+    attempt("cudnn_conv", lambda: f"ok {float(F.conv2d(x, w).abs().sum()) > 0}")
+    attempt("cublas_matmul", lambda: f"ok {float((a @ a).abs().sum()) > 0}")
+
+    def traced():
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            (a @ a).sum().item()
+        kernels = [e for e in prof.events() if e.device_type.name == "CUDA"]
+        return f"ok {len(kernels)} device events"
+    attempt("cupti_trace", traced)
+    return found
 
 
 def child(mode):
@@ -104,6 +140,7 @@ def child(mode):
         p.join(timeout=30)
         result["ipc_sum_ok"] = got == float(x.double().sum())
         result["reader_exit"] = p.exitcode
+        result["libraries"] = library_paths()
     except Exception as e:  # any failure is the finding
         result["error"] = f"{type(e).__name__}: {e}"[:400]
     result["sysv_in_own_namespace"] = sysv_objects()
@@ -121,6 +158,8 @@ def main():
     ap.add_argument("--child", choices=["host", "new", "deny-sysv"])
     ap.add_argument("--mps-control", default="nvidia-cuda-mps-control")
     args = ap.parse_args()
+    if platform.machine() != "x86_64":
+        sys.exit("ipc_namespace_probe.py: the filter's system call numbers are x86-64's")
     if args.child:
         return child(args.child)
     rows = []
@@ -157,6 +196,8 @@ def main():
         these = [r for r in rows if r["configuration"] == mode]
         verdict[f"{mode}: keeps CUDA IPC"] = (len(these) == 2 and
                                               all(r.get("ipc_sum_ok") for r in these))
+        verdict[f"{mode}: cuDNN, cuBLAS and CUPTI work"] = (len(these) == 2 and all(
+            str(v).startswith("ok") for r in these for v in r.get("libraries", {"-": ""}).values()))
         verdict[f"{mode}: its client started an MPS server"] = (
             len(these) == 2 and all(r.get("mps_servers_after") for r in these if r["mps"]))
     print(json.dumps(verdict), flush=True)
