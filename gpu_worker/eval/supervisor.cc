@@ -188,13 +188,13 @@ v1::EvalResult RunSupervised(const SupervisorLimits& limits, const EvaluationWor
   if (pid == 0 && !hooks.spawn) {
     close(ctl[0]);
     close(out[0]);
-    BecomeEvaluationProcess(out[1]);
     if (gpu_lock_fd >= 0) {
       // Sharing the lock's open file description, code here could release the supervisor's
       // flock (LOCK_UN) or hold it past the evaluation.
       close(gpu_lock_fd);
       close(turn[1]);
     }
+    BecomeEvaluationProcess(out[1]);  // dumpable again only once those are closed
     if (hooks.child) hooks.child();
     RunEvaluationAndExit(ctl[1], turn[0], work);
   }
