@@ -46,7 +46,11 @@ GPU turn: kind, round, candidate, start, seconds), and compat_table.txt a `repea
   `speedup`, `speedup_device` and `speedup_call` over its N runs; median, p90 (nearest rank),
   max, count, and how many stayed within 1%; where the budget cut repeats, this, the
   outside-the-CI count and kforge / KB again over every candidate with 2 to N evaluations, all
-  `ok`, on lines of their own (`two_or_more`; never in place of the N-run figures);
+  `ok`, on lines of their own (`two_or_more`; never in place of the N-run figures); with 3
+  or more runs, for the device and call clocks, the same spread over the repeats alone
+  (`spread_repeats_only`) and the first pass's speedup over the repeats' mean, signed median
+  and p90 of its size (`first_pass_over_repeats`): the first pass runs beside KB's turns, the
+  repeats after them;
 - outside the first run's CI: the fraction of repeats whose speedup on a clock falls outside
   the first run's 95% interval for that clock: its `speedup_<clock>_ci_low/high` (results
   since session 12: widened by the clock's between-process spread), else `speedup_ci_low/high`
@@ -1133,11 +1137,20 @@ def repeat_figures(candidates):
     spreads = {c: [] for c in ("speedup", "speedup_device", "speedup_call", "speedup_device_span")}
     outside = {c: [0, 0] for c in ("call", "device")}  # [outside, repeats with a CI to test]
     kb_ratio = {c: [] for c in ("speedup_device", "speedup_call")}
+    # The first pass runs beside KB's turns, the repeats after them (session 30: on the H100
+    # the device clock's spread between the repeats alone was a fraction of the three runs'):
+    # the spread of the repeats alone, and the first pass over the repeats' mean (signed).
+    clocks = ("speedup_device", "speedup_call")
+    repeats_only = {c: [] for c in clocks}
+    first_over_repeats = {c: [] for c in clocks}
     for r, evs in candidates:
         for c in spreads:
             xs = [ev.get(c) for ev in evs]
             if all(x and x > 0 for x in xs):
                 spreads[c].append(max(xs) / min(xs) - 1)
+                if c in clocks and len(xs) >= 3:
+                    repeats_only[c].append(max(xs[1:]) / min(xs[1:]) - 1)
+                    first_over_repeats[c].append(xs[0] * (len(xs) - 1) / sum(xs[1:]) - 1)
         for clock in outside:
             ci = ci_of(evs[0], clock)
             if ci is None:
@@ -1153,6 +1166,11 @@ def repeat_figures(candidates):
                 if len(xs) == len(evs):
                     kb_ratio[c].append(quantile(xs, 0.5) / r["kb_speedup"])
     return dict(spread={c: spread_stats(v) for c, v in spreads.items()},
+                spread_repeats_only={c: spread_stats(v) for c, v in repeats_only.items()},
+                first_pass_over_repeats={
+                    c: (dict(median=quantile(v, 0.5),
+                             p90_abs=quantile([abs(x) for x in v], 0.9), count=len(v))
+                        if v else None) for c, v in first_over_repeats.items()},
                 outside_first_ci={c: dict(outside=o, repeats=t, fraction=(o / t if t else None))
                                   for c, (o, t) in outside.items()},
                 kforge_over_kb={c: range_stats(v) for c, v in kb_ratio.items()})
@@ -1230,6 +1248,16 @@ def repeats_table(s):
             f"median {pct(st['median'])} p90 {pct(st['p90'])} max {pct(st['max'])} over "
             f"{st['count']} ({st['within_1pct']} within 1%)" if st else "-")
             for c, st in fig["spread"].items()]
+        for c, st in (fig.get("spread_repeats_only") or {}).items():
+            if st:
+                out.append(f"{indent}  of the repeats alone, {c:14s} median {pct(st['median'])}"
+                           f" p90 {pct(st['p90'])} max {pct(st['max'])} over {st['count']} "
+                           f"({st['within_1pct']} within 1%)")
+        for c, f in (fig.get("first_pass_over_repeats") or {}).items():
+            if f:
+                out.append(f"{indent}  first pass (beside KB's turns) over the repeats' mean, "
+                           f"{c}: median {100 * f['median']:+.2f}%, p90 of |.| "
+                           f"{pct(f['p90_abs'])} over {f['count']}")
         return out + [f"{indent}repeats outside the first run's 95% CI, {c} clock: "
                       f"{o['outside']}/{o['repeats']} ({pct(o['fraction'])})"
                       for c, o in fig["outside_first_ci"].items()]

@@ -281,7 +281,17 @@ def test_repeats_cut_by_the_budget_still_give_spreads_apart_from_the_n_run_figur
     assert abs(two["spread"]["speedup_device"]["max"] - 0.01) < 1e-9
     assert two["outside_first_ci"]["call"] == dict(outside=1, repeats=3, fraction=1 / 3)
     assert two["kforge_over_kb"]["speedup_call"]["count"] == 2
+    # 1_2's repeats alone (3.03, 3.00) and its first pass (3.00) over their mean.
+    assert s["spread_repeats_only"]["speedup_device"]["count"] == 1
+    assert abs(s["spread_repeats_only"]["speedup_device"]["max"] - 0.01) < 1e-9
+    assert abs(s["spread_repeats_only"]["speedup_call"]["max"] - 0.5) < 1e-9
+    assert abs(s["first_pass_over_repeats"]["speedup_device"]["median"] - (3.0 / 3.015 - 1)) < 1e-9
+    assert abs(s["first_pass_over_repeats"]["speedup_call"]["median"] - (1.0 / 1.25 - 1)) < 1e-9
+    assert s["two_or_more"]["spread_repeats_only"]["speedup_device"]["count"] == 1  # not 1_1
     text = mod.repeats_table(s)
+    assert "  of the repeats alone, speedup_device median 1.0% p90 1.0% max 1.0% over 1" in text
+    assert ("  first pass (beside KB's turns) over the repeats' mean, speedup_call: median "
+            "-20.00%, p90 of |.| 20.0% over 1") in text
     assert "with 2 to 3 evaluations, all ok (the budget cut the rest): 2 candidates" in text
     assert "  repeats outside the first run's 95% CI, call clock: 1/3" in text
     with open(tmp_path / "compat.jsonl", "w") as f:
