@@ -155,20 +155,20 @@ TEST(SecurityTest, JobsBelongToTheirPrincipalAndRolesLimitWhatTokensDo) {
     SetDeadline(ctx);
     return cluster.StubWithToken(token)->SubmitJob(&ctx, job, resp);
   };
-  auto cancel = [&](const std::string& token, const std::string& id) {
-    return CancelJobAs(cluster, token, id);
-  };
   v1::SubmitJobResponse a1, a2, none;
   ASSERT_TRUE(submit(alice, &a1).ok());
   ASSERT_TRUE(submit(alice, &a2).ok());
-  grpc::Status s = cancel(bob, a1.job_id());
+  grpc::Status s = CancelJobAs(cluster, bob, a1.job_id());
   EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_EQ(s.error_message(), "bob of tenant lab may not cancel job " + a1.job_id() +
                                    ": it belongs to alice of tenant lab (only its owner or an "
                                    "operator may cancel it)");
-  EXPECT_TRUE(cancel(alice, a1.job_id()).ok());
-  EXPECT_TRUE(cancel("", a2.job_id()).error_code() == grpc::StatusCode::UNAUTHENTICATED);
-  EXPECT_TRUE(cancel(cluster.CreateToken("ops", "default", {"operator"}).token(), a2.job_id()).ok());
+  EXPECT_TRUE(CancelJobAs(cluster, alice, a1.job_id()).ok());
+  EXPECT_TRUE(CancelJobAs(cluster, "", a2.job_id()).error_code() ==
+              grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_TRUE(
+      CancelJobAs(cluster, cluster.CreateToken("ops", "default", {"operator"}).token(), a2.job_id())
+          .ok());
 
   s = submit(trainer, &none);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
@@ -203,14 +203,13 @@ TEST(SecurityTest, APrincipalOfTheSameNameInAnotherTenantCannotCancelAJob) {
   job.set_gpu_types(0, "any");
   std::string id = SubmitJob(*cluster.StubWithToken(public_alice), job);
   ASSERT_FALSE(id.empty());
-  auto cancel = [&](const std::string& token) { return CancelJobAs(cluster, token, id); };
-  grpc::Status s = cancel(lab_alice);
+  grpc::Status s = CancelJobAs(cluster, lab_alice, id);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_EQ(s.error_message(), "alice of tenant lab-a may not cancel job " + id +
                                    ": it belongs to alice of tenant public (only its owner or "
                                    "an operator may cancel it)");
   EXPECT_EQ(cluster.Query("SELECT state FROM jobs").Get(0, 0), "queued");
-  EXPECT_TRUE(cancel(public_alice).ok());
+  EXPECT_TRUE(CancelJobAs(cluster, public_alice, id).ok());
 }
 
 // Revokes the token whose id is `token_id` with the cluster's admin (fails the test if refused).

@@ -105,9 +105,8 @@ def template_gone(binary, sig):
         os.kill(kids[0], sig)
         answered = None
         try:
-            answered = evaluate(server, open(os.path.join(HERE, "..", "..", "examples",
-                                                          "candidates", "tiny_relu",
-                                                          "correct.py")).read())
+            answered = evaluate(server, open(os.path.join(
+                ROOT, "examples", "candidates", "tiny_relu", "correct.py")).read())
         except (EOFError, BrokenPipeError):
             pass
         check(answered is None, f"template {signal.Signals(sig).name}: no answer "
