@@ -102,12 +102,6 @@ absl::Status CheckCorrectness(const v1::CorrectnessReport& c, bool ok) {
     return Bad("correctness.trials_passed",
                absl::StrCat("is ", c.trials_passed(), ", more than the ", c.trials(), " trials"));
   }
-  // The first trial lays the output slots out; only later ones can overlap.
-  if (c.overlapped_trials() > 0 && c.overlapped_trials() >= c.trials()) {
-    return Bad("correctness.overlapped_trials",
-               absl::StrCat("is ", c.overlapped_trials(), " of ", c.trials(),
-                            " trials; the first trial never overlaps"));
-  }
   for (const auto& [field, v] :
        {std::pair<const char*, double>{"atol", c.atol()}, {"rtol", c.rtol()}}) {
     if (absl::Status s = CheckNonNegative(absl::StrCat("correctness.", field), v); !s.ok()) return s;

@@ -352,16 +352,6 @@ TEST(ResultValidationTest, RefusesAnOkThatFailedTrials) {
             "malformed result: correctness.trials_passed is 6, more than the 5 trials");
 }
 
-TEST(ResultValidationTest, RefusesMoreOverlappedTrialsThanFollowTheFirst) {
-  v1::EvalResult r = OkResult();
-  r.mutable_correctness()->set_overlapped_trials(4);
-  EXPECT_TRUE(ValidateResult(r).ok());
-  r.mutable_correctness()->set_overlapped_trials(5);
-  EXPECT_EQ(ValidateResult(r).message(),
-            "malformed result: correctness.overlapped_trials is 5 of 5 trials; the first trial "
-            "never overlaps");
-}
-
 TEST(ResultValidationTest, RefusesUnknownVerdicts) {
   v1::EvalResult r;
   EXPECT_EQ(ValidateResult(r).code(), absl::StatusCode::kInvalidArgument);

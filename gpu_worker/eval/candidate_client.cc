@@ -22,14 +22,6 @@ namespace kforge::eval {
 
 namespace judge = v1::judge;
 
-namespace {
-
-double MicrosSince(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t).count();
-}
-
-}  // namespace
-
 std::unique_ptr<CandidateClient> CandidateClient::Start(std::string* error) {
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
@@ -280,10 +272,8 @@ bool CandidateClient::PoisonOutputs(const std::vector<at::Tensor>& ref_outputs,
     output_views_.push_back(view);
     output_descs_.push_back(desc);
   }
-  // The poison and the input copies are complete before the candidate process can look (the
-  // slots' device, not `ref_outputs`', which may be layouts without memory: LayoutsOf).
-  if (!output_views_.empty() && output_views_[0].is_cuda() &&
-      cudaDeviceSynchronize() != cudaSuccess) {
+  // The poison and the input copies are complete before the candidate process can look.
+  if (!ref_outputs.empty() && ref_outputs[0].is_cuda() && cudaDeviceSynchronize() != cudaSuccess) {
     *error = std::string("CUDA error in the judge: ") + cudaGetErrorString(cudaGetLastError());
     return false;
   }
@@ -293,22 +283,10 @@ bool CandidateClient::PoisonOutputs(const std::vector<at::Tensor>& ref_outputs,
 bool CandidateClient::Call(uint32_t iteration, int group, const std::vector<uint64_t>& ref_aliases,
                            bool timed, uint32_t keep, double device_preroll_ms,
                            judge::Called* called, std::string* error, bool null_call) {
-  return SendCall(iteration, group, ref_aliases, timed, keep, device_preroll_ms, error,
-                  null_call) &&
-         AwaitCall(called, error);
-}
-
-bool CandidateClient::SendCall(uint32_t iteration, int group,
-                               const std::vector<uint64_t>& ref_aliases, bool timed, uint32_t keep,
-                               double device_preroll_ms, std::string* error, bool null_call) {
-  if (pending_) {
-    *error = "a call was sent while another was in flight";
-    return false;
-  }
-  pending_started_ = std::chrono::steady_clock::now();
-  pending_kind_ = null_call               ? CallKind::kNull
-                  : device_preroll_ms > 0 ? CallKind::kTraced
-                                          : CallKind::kCall;
+  const auto started = std::chrono::steady_clock::now();
+  auto us_since = [&](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t).count();
+  };
   judge::ToCandidate out;
   judge::Call* call = out.mutable_call();
   call->set_iteration(iteration);
@@ -324,17 +302,7 @@ bool CandidateClient::SendCall(uint32_t iteration, int group,
     *error = Describe(e);
     return false;
   }
-  pending_send_us_ = MicrosSince(pending_started_);
-  pending_ = true;
-  return true;
-}
-
-bool CandidateClient::AwaitCall(judge::Called* called, std::string* error) {
-  if (!pending_) {
-    *error = "no call is in flight";
-    return false;
-  }
-  pending_ = false;
+  const double send_us = us_since(started);
   judge::FromCandidate in;
   if (!Receive(&in, error)) return false;
   if (in.kind_case() != judge::FromCandidate::kCalled) {
@@ -343,7 +311,10 @@ bool CandidateClient::AwaitCall(judge::Called* called, std::string* error) {
   }
   *called = in.called();
   if (CallProfileOn()) {
-    profile_.Add(pending_kind_, pending_send_us_, MicrosSince(pending_started_),
+    const CallKind kind = null_call               ? CallKind::kNull
+                          : device_preroll_ms > 0 ? CallKind::kTraced
+                                                  : CallKind::kCall;
+    profile_.Add(kind, send_us, us_since(started),
                  {called->profile_us().begin(), called->profile_us().end()});
   }
   return true;

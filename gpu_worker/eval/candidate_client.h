@@ -13,7 +13,6 @@
 #include <pybind11/pybind11.h>
 #include <sys/types.h>
 
-#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
@@ -63,13 +62,6 @@ class CandidateClient {
   bool Call(uint32_t iteration, int group, const std::vector<uint64_t>& ref_aliases, bool timed,
             uint32_t keep, double device_preroll_ms, v1::judge::Called* called,
             std::string* error, bool null_call = false);
-  // Call in two halves, so that the judge can work while the candidate process does (the
-  // correctness trials run the reference meanwhile: engine.cc, Trial). One call at a time:
-  // SendCall with a call in flight, or AwaitCall with none, is an error.
-  bool SendCall(uint32_t iteration, int group, const std::vector<uint64_t>& ref_aliases, bool timed,
-                uint32_t keep, double device_preroll_ms, std::string* error,
-                bool null_call = false);
-  bool AwaitCall(v1::judge::Called* called, std::string* error);
   // KFORGE_CALL_PROFILE: call_profile.h's summary of the calls so far ("" when off or none).
   std::string CallProfileSummary() const { return profile_.Summary(); }
   // The candidate's copies of the inputs of `group` (views of its slots).
@@ -122,11 +114,6 @@ class CandidateClient {
   std::vector<at::Tensor> output_views_;
   std::vector<v1::judge::TensorView> output_descs_;
   CallProfile profile_;  // KFORGE_CALL_PROFILE only
-  // The call in flight between SendCall and AwaitCall.
-  bool pending_ = false;
-  std::chrono::steady_clock::time_point pending_started_;
-  CallKind pending_kind_ = CallKind::kCall;
-  double pending_send_us_ = 0;
 };
 
 }  // namespace kforge::eval

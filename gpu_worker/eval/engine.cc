@@ -27,7 +27,6 @@
 #include "gpu_worker/eval/reference_share.h"
 #include "gpu_worker/eval/runtime_rules.h"
 #include "gpu_worker/eval/seeds.h"
-#include "gpu_worker/eval/shared_slots.h"
 #include "gpu_worker/eval/static_checks.h"
 #include "gpu_worker/eval/system_info.h"
 #include "gpu_worker/eval/timing.h"
@@ -125,7 +124,6 @@ void AddNote(std::string* note, const std::string& part) {
 struct TrialTimes {
   double inputs = 0, reference = 0, poison = 0, candidate = 0, outputs = 0, inputs_unchanged = 0,
          compare = 0;
-  uint32_t overlapped = 0;  // trials whose candidate call ran beside the reference's
 };
 
 class Evaluation {
@@ -589,17 +587,6 @@ class Evaluation {
   // One correctness trial with inputs from `seed`, adding its time to `times`.
   // `rule_on_mismatch` names the rule when a mismatch means a hack rather than a wrong kernel
   // (after timing: output caching).
-  //
-  // Overlapped (every trial after the first, unless KFORGE_SEQUENTIAL_TRIALS is set): the
-  // candidate's call is sent before the reference runs and awaited after it, so that the two
-  // processes' host dispatch overlaps (on launch-bound tasks most of a trial). Its output slots
-  // are then laid out like the last trial's reference outputs, and this trial's must match them
-  // (and alias the inputs as they did); where they do not, both programs are called again on
-  // the same inputs, in order, and so is every later trial: the candidate's call wrote into
-  // slots of another layout and is not judged, and the extra call on each side keeps a model
-  // with state in step. The reference's outputs and the checks are as in a sequential trial:
-  // the reference reads the judge's own inputs, never the slots, and the candidate's outputs are
-  // read only after its answer.
   std::optional<Verdict> Trial(uint64_t seed, v1::Dialect dialect, const char* rule_on_mismatch,
                                TrialTimes& times) {
     Clock::time_point lap = Clock::now();
@@ -608,7 +595,8 @@ class Evaluation {
       lap = Clock::now();
     };
     std::string error;
-    const bool overlap = overlap_trials_ && !ref_out_like_.empty();
+    ref_out_like_.clear();  // the last trial's, freed before this trial's reference runs
+    ref_aliases_.clear();
     SeedAll(seed);
     py::list inputs = ToDevice(CallOnDevice(task_.attr("get_inputs"), target_), target_);
     // The candidate's copy, in the slots it can see, made before the reference runs.
@@ -617,25 +605,12 @@ class Evaluation {
     }
     Synchronize();
     count(&TrialTimes::inputs);
-    // Traced, so that the candidate process can tell whether the call launched a kernel the
-    // candidate defines (the own-kernels rule, own_kernels.h): here, untimed, whether or not
-    // the process reached native code, which stops the device clock's timed samples.
-    const double traced = TracesTrials(dialect) ? kTracedTrialPrerollMs : 0;
-    if (overlap) {
-      if (!client_->PoisonOutputs(ref_out_like_, &error)) {
-        return Verdict{v1::VERDICT_RUNTIME_ERROR, error, "engine_error"};
-      }
-      count(&TrialTimes::poison);
-      if (!client_->SendCall(trial_calls_++, 0, ref_aliases_, false, 0, traced, &error)) {
-        return Verdict{v1::VERDICT_RUNTIME_ERROR, error, ""};
-      }
-    }
     py::object ref_out;
     {
-      // Where the candidate process traces this trial's call, the reference's call is traced
-      // here too, and its records dropped: CUPTI leaves a cost on every launch of a process it
-      // has traced in, after it is off (session 20), and the call clock's samples, which come
-      // next, then pay it on both sides rather than on the candidate's alone.
+      // Where the candidate process traces this trial's call (below), the reference's call is
+      // traced here too, and its records dropped: CUPTI leaves a cost on every launch of a
+      // process it has traced in, after it is off (session 20), and the call clock's samples,
+      // which come next, then pay it on both sides rather than on the candidate's alone.
       std::unique_ptr<ActivityTrace> alike;
       if (TracesTrials(dialect)) {
         std::string why_not;
@@ -646,13 +621,6 @@ class Evaluation {
       Synchronize();
     }
     count(&TrialTimes::reference);
-    v1::judge::Called called;
-    if (overlap) {
-      if (!client_->AwaitCall(&called, &error)) {
-        return Verdict{v1::VERDICT_RUNTIME_ERROR, error, ""};
-      }
-      count(&TrialTimes::candidate);
-    }
     Outputs ref = OutputsToTensors(ref_out);
     if (!ref.error.empty()) {
       return Verdict{v1::VERDICT_RUNTIME_ERROR, "the reference " + ref.error, "task_error"};
@@ -660,29 +628,21 @@ class Evaluation {
     std::vector<at::Tensor> in_tensors = TensorsOf(inputs);
     // The timing's output slots are laid out like this (TimePhase), so that the timing needs no
     // reference call of its own.
-    std::vector<at::Tensor> layout = LayoutsOf(ref.tensors);
-    std::vector<uint64_t> aliases = AliasBits(ref.tensors, in_tensors);
-    if (overlap && (!SameSlotLayouts(layout, ref_out_like_) || aliases != ref_aliases_)) {
-      overlap_trials_ = false;
-      result_.mutable_correctness()->set_overlap_note(
-          "a reference output was laid out unlike the last trial's: that trial and every later "
-          "one ran in order, both programs called once more on its inputs");
-      return Trial(seed, dialect, rule_on_mismatch, times);
+    ref_out_like_ = ref.tensors;
+    ref_aliases_ = AliasBits(ref.tensors, in_tensors);
+    if (!client_->PoisonOutputs(ref.tensors, &error)) {
+      return Verdict{v1::VERDICT_RUNTIME_ERROR, error, "engine_error"};
     }
-    ref_out_like_ = std::move(layout);
-    ref_aliases_ = std::move(aliases);
-    if (overlap) {
-      ++times.overlapped;
-    } else {
-      if (!client_->PoisonOutputs(ref_out_like_, &error)) {
-        return Verdict{v1::VERDICT_RUNTIME_ERROR, error, "engine_error"};
-      }
-      count(&TrialTimes::poison);
-      if (!client_->Call(trial_calls_++, 0, ref_aliases_, false, 0, traced, &called, &error)) {
-        return Verdict{v1::VERDICT_RUNTIME_ERROR, error, ""};
-      }
-      count(&TrialTimes::candidate);
+    count(&TrialTimes::poison);
+    v1::judge::Called called;
+    // Traced, so that the candidate process can tell whether the call launched a kernel the
+    // candidate defines (the own-kernels rule, own_kernels.h): here, untimed, whether or not
+    // the process reached native code, which stops the device clock's timed samples.
+    const double traced = TracesTrials(dialect) ? kTracedTrialPrerollMs : 0;
+    if (!client_->Call(trial_calls_++, 0, ref_aliases_, false, 0, traced, &called, &error)) {
+      return Verdict{v1::VERDICT_RUNTIME_ERROR, error, ""};
     }
+    count(&TrialTimes::candidate);
     // An output that is one of its inputs: a changed input is the finding that explains it.
     if (called.rule() == "returns_input") {
       if (auto v = ChangedInput(in_tensors, client_->inputs(0), "")) return v;
@@ -733,7 +693,6 @@ class Evaluation {
     st->set_correctness_outputs_s(times.outputs);
     st->set_correctness_inputs_unchanged_s(times.inputs_unchanged);
     st->set_correctness_compare_s(times.compare);
-    report->set_overlapped_trials(times.overlapped);
     return v;
   }
 
@@ -1550,8 +1509,6 @@ class Evaluation {
   bool fresh_timing_inputs_ = true;  // QuickInputs(), decided in LoadTask
   double call_overhead_ms_ = 0;      // CalibrateCalls: subtracted from candidate call samples
   uint32_t trial_calls_ = 0, timed_calls_ = 0;
-  // Trial: whether later trials overlap the candidate's call with the reference's.
-  bool overlap_trials_ = std::getenv("KFORGE_SEQUENTIAL_TRIALS") == nullptr;
   std::optional<std::vector<std::string>> defined_kernels_;  // DefinedKernels, once read
   // The last correctness trial's reference outputs (only their layout is used) and their
   // AliasBits against its inputs: the timing's output slots and aliasing (TimePhase).

@@ -51,27 +51,6 @@ uint64_t LayoutBytes(const at::Tensor& like) {
   return e < 0 ? 0 : static_cast<uint64_t>(e);
 }
 
-std::vector<at::Tensor> LayoutsOf(const std::vector<at::Tensor>& tensors) {
-  std::vector<at::Tensor> layouts;
-  for (const at::Tensor& t : tensors) {
-    layouts.push_back(at::empty_strided(
-        t.sizes(), t.strides(), at::TensorOptions().dtype(t.scalar_type()).device(at::kMeta)));
-  }
-  return layouts;
-}
-
-bool SameSlotLayouts(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t k = 0; k < a.size(); ++k) {
-    if (a[k].scalar_type() != b[k].scalar_type()) return false;
-    std::vector<int64_t> a_sizes, a_strides, b_sizes, b_strides;
-    LayoutOf(a[k], &a_sizes, &a_strides);
-    LayoutOf(b[k], &b_sizes, &b_strides);
-    if (a_sizes != b_sizes || a_strides != b_strides) return false;
-  }
-  return true;
-}
-
 int64_t ViewExtentBytes(const v1::judge::TensorView& view) {
   if (view.dtype() < 0 || view.dtype() >= static_cast<int>(at::ScalarType::NumOptions)) return -1;
   const auto type = static_cast<at::ScalarType>(view.dtype());

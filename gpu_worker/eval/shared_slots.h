@@ -80,14 +80,6 @@ class SlotMap {
 // size when its strides overlap or leave gaps).
 uint64_t LayoutBytes(const at::Tensor& like);
 
-// Tensors with the sizes, strides and dtypes of `tensors` and no memory (the meta device): what
-// the output slots are laid out from, kept without holding the outputs themselves.
-std::vector<at::Tensor> LayoutsOf(const std::vector<at::Tensor>& tensors);
-
-// Whether slot views laid out like `a` and like `b` (SlotArena::View) would be the same: as
-// many, with the same dtypes, sizes and slot strides.
-bool SameSlotLayouts(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b);
-
 // The extent in bytes of `view` (sizes, non-negative strides, dtype); -1 when the view is
 // malformed (unknown dtype, negative size or stride, overflow).
 int64_t ViewExtentBytes(const v1::judge::TensorView& view);

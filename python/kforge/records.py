@@ -87,10 +87,6 @@ class Correctness:
     whole_rel_error: float
     atol: float
     rtol: float
-    # Trials whose candidate call ran beside the reference's (docs/evaluation.md, "Correctness"),
-    # and why the rest ran in order where a reference output changed its layout.
-    overlapped_trials: int = 0
-    overlap_note: str = ""
 
 
 @dataclass(frozen=True)

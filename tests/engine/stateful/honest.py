@@ -1,6 +1,5 @@
 """The honest candidate of tests/engine/stateful/task.py: the same state, updated in place
 (as 3_33's candidate updates its hidden state), half the busy wait.
-With RESHAPE set, the task's change of shape after the first call too (task.py).
 Expected verdict: ok."""
 import time
 
@@ -8,7 +7,6 @@ import torch
 import torch.nn as nn
 
 n = 1024
-RESHAPE = False
 
 
 class ModelNew(nn.Module):
@@ -28,5 +26,4 @@ class ModelNew(nn.Module):
         # timing makes (the output is scaled by the call count: a one-ulp difference in the
         # state grows with it).
         self.hidden.copy_(torch.tanh(x + 0.9 * self.hidden))
-        out = self.hidden * float(self.calls)
-        return out.view(32, 32) if RESHAPE and self.calls > 1 else out
+        return self.hidden * float(self.calls)

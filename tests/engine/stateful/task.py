@@ -5,20 +5,13 @@ only when they get the same calls in the same order (docs/evaluation.md, "Timing
 each, in step): one extra call of either puts it a step ahead and every later output differs.
 The forward also takes a steady 2 ms of host time (a busy wait, as tests/engine/steady_task.py),
 so that a fork server hands its reference samples on (KFORGE_SHARE_REFERENCE=all) and the
-untimed reference runs of a shared reference are exercised too.
-
-With RESHAPE set (stateful_test.py writes such a copy) the output changes its shape after the
-first call, flat in the first and square in every later one: the second correctness trial
-overlaps the candidate's call with the reference's in output slots laid out like the first's
-(docs/evaluation.md, "Correctness"), and its reference's output is laid out otherwise, so the
-judge must call both programs once more, in order, keeping them in step."""
+untimed reference runs of a shared reference are exercised too."""
 import time
 
 import torch
 import torch.nn as nn
 
 n = 1024
-RESHAPE = False
 
 
 def busy_wait(seconds):
@@ -39,8 +32,7 @@ class Model(nn.Module):
         busy_wait(0.002)
         self.calls += 1
         self.hidden = torch.tanh(x + 0.9 * self.hidden.to(x.device))
-        out = self.hidden * self.calls
-        return out.view(32, 32) if RESHAPE and self.calls > 1 else out
+        return self.hidden * self.calls
 
 
 def get_inputs():
