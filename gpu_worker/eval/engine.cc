@@ -680,12 +680,16 @@ class Evaluation {
     auto* report = result_.mutable_correctness();
     TrialTimes times;
     std::optional<Verdict> v;
+    v1::StageDurations* st = result_.mutable_stages();
     for (uint32_t t = 0; t < trials && !v; ++t) {
       report->set_trials(t + 1);
       v = Trial(DeriveSeed(seed_, t), dialect, nullptr, times);
       if (!v) report->set_trials_passed(t + 1);
+      if (t == 0) {
+        st->set_correctness_first_reference_s(times.reference);
+        st->set_correctness_first_candidate_s(times.candidate);
+      }
     }
-    v1::StageDurations* st = result_.mutable_stages();
     st->set_correctness_inputs_s(times.inputs);
     st->set_correctness_reference_s(times.reference);
     st->set_correctness_poison_s(times.poison);

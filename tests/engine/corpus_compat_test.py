@@ -166,7 +166,8 @@ def test_the_wall_table_gives_each_stage_and_its_parts():
     mod = load_module()
     stages = dict(total_s=1.3, startup_s=0.01, device_s=0.35, device_context_s=0.2,
                   calibration_wait_s=0.1, calibration_calls_s=0.05, load_task_s=0.02,
-                  build_s=0.0, correctness_s=0.34, timing_s=0.3)
+                  build_s=0.0, correctness_s=0.34, correctness_reference_s=0.15,
+                  correctness_first_reference_s=0.1, timing_s=0.3)
     rows = [dict(kforge_verdict="ok", kforge_stages=stages),
             dict(kforge_verdict="ok", kforge_stages=dict(stages, total_s=2.3, device_s=0.55)),
             dict(kforge_verdict="incorrect", kforge_stages=dict(stages, total_s=9.0))]
@@ -178,6 +179,8 @@ def test_the_wall_table_gives_each_stage_and_its_parts():
     assert parts["device_s"] == (2, "0.450")
     assert parts["device_context_s"] == (4, "0.200")  # indented: a part of device_s
     assert parts["correctness_s"] == (2, "0.340")
+    assert parts["correctness_reference_s"] == (4, "0.150")
+    assert parts["correctness_first_reference_s"] == (6, "0.100")  # a part of the line above
     # Parts the engine did not report are left out, not shown as zeros.
     assert "correctness_compare_s" not in parts
     assert mod.wall_parts_lines([dict(kforge_verdict="incorrect", kforge_stages=stages)]) == []

@@ -8,7 +8,8 @@ one call each, in step), in CPU mode:
      incorrect, rule timed_outputs, in iteration 0);
   2. the candidate that keeps no state is incorrect in the correctness trials (the control: the
      task's state matters to its outputs);
-  3. through a fork server that shares the reference (KFORGE_SHARE_REFERENCE=all), whose judges
+  3. the first trial's part of each program's trial time is reported, one call of five;
+  4. through a fork server that shares the reference (KFORGE_SHARE_REFERENCE=all), whose judges
      run the reference untimed in most iterations, the honest candidate is ok every time.
 Exits 1 on the first failed check.
 
@@ -54,6 +55,14 @@ def main():
           cand_n >= 20 and ref_n >= (10 if alone else 20),
           f"honest: every trial passed and at least 20 timed iterations were checked "
           f"({cand_n} checked; reference {ref_n} samples{' alone' if alone else ''})")
+
+    # The first trial's part of each program's trial time (StageDurations): one of the five
+    # calls, each at least the forward's busy wait (2 ms the reference's, 1 ms the candidate's).
+    st = r["stages"]
+    for prog, wait in (("reference", 0.002), ("candidate", 0.001)):
+        first, whole = st.get(f"correctness_first_{prog}_s", 0), st[f"correctness_{prog}_s"]
+        check(wait <= first < whole and whole >= 5 * wait,
+              f"honest: the first trial's {prog} part {first:.4f} s of {whole:.4f} s")
 
     r = one_shot(args.eval, STATELESS)
     check(r["verdict"] == "incorrect" and r.get("stage") == "correctness" and
