@@ -129,6 +129,15 @@ if any(release):  # since session 26
     print(f"of the turns' time, after the evaluation ended (its processes killed, their CUDA "
           f"contexts torn down, until the release): {sum(release):.1f} s (median "
           f"{statistics.median(release):.3f} s per turn)")
+def turn_sum(key):
+    return sum(s.get(key, 0) for s in held)
+if turns:
+    print(f"of the turns' time, in the correctness trials {turn_sum('correctness_s'):.1f} s "
+          f"(the reference's calls {turn_sum('correctness_reference_s'):.1f} s, the first trial's "
+          f"{turn_sum('correctness_first_reference_s'):.1f} s; the candidate's "
+          f"{turn_sum('correctness_candidate_s'):.1f} s, the first trial's "
+          f"{turn_sum('correctness_first_candidate_s'):.1f} s), in the timing "
+          f"{turn_sum('timing_s'):.1f} s")
 ok = [(r, s) for r, s in zip(rows, stages) if r["verdict"] == "ok"]
 if ok:
     w = sorted(s.get("total_s", 0) - s.get("gpu_wait_s", 0) for _, s in ok)
