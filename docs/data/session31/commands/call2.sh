@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Ran at 9d7fe89; the overlap and KFORGE_SEQUENTIAL_TRIALS were reverted after it (88cb5d0).
 # Session 31, call 2: what overlapping the correctness trials' two calls saves on a GPU
 # (docs/evaluation.md, "Correctness", overlapped trials), measured on one card in one call.
 # Session 30's 32 corpus candidates through kforge-eval alone (KB skipped), one lane, GPU turns,
