@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Planned in session 30 (not run): the next session's first device call. About 590 s. Carry
+# Planned in session 30; run in session 31 (call 1). About 590 s. Carry
 # .gpu-carry/kernelbench, corpora, kb_harness and googletest.
 # 1. (not with SKIP_PROBE=1, since session 31) ipc_namespace_probe.py: CUDA, CUDA IPC, MPS,
-#    and now cuDNN, cuBLAS and a CUPTI trace with System V IPC refused as the candidate process's filter refuses it (docs/security.md).
+#    and now cuDNN, cuBLAS and a CUPTI trace with System V IPC refused as the candidate
+#    process's filter refuses it (docs/security.md).
 # 2. The GPU cases through the served path (the filter inside the engine: every case's candidate
 #    process runs under it), then session 26's call 2 with --repeats 4: three runs after the first
 #    pass beside KB's turns share one regime, and the repeats section prints their own spread
