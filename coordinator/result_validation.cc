@@ -3,6 +3,7 @@
 #include <cmath>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -314,6 +315,17 @@ absl::Status CheckStages(const v1::StageDurations& st) {
     if (absl::Status s = CheckNonNegative("stages." + f->name(), refl->GetDouble(st, f));
         !s.ok()) {
       return s;
+    }
+  }
+  // The first trial's part of each program's trial time is one of its trials (engine.cc).
+  for (const auto& [name, first, whole] :
+       {std::tuple<const char*, double, double>{"reference", st.correctness_first_reference_s(),
+                                                st.correctness_reference_s()},
+        {"candidate", st.correctness_first_candidate_s(), st.correctness_candidate_s()}}) {
+    if (first > whole) {
+      return Bad(absl::StrCat("stages.correctness_first_", name, "_s"),
+                 absl::StrCat("is ", first, ", more than correctness_", name, "_s (", whole,
+                              "), of which it is a part"));
     }
   }
   return absl::OkStatus();

@@ -89,6 +89,15 @@ TEST(ResultValidationTest, RefusesNanInfiniteAndNegativeNumbers) {
   r.mutable_stages()->set_build_s(-3);
   EXPECT_EQ(ValidateResult(r).message(),
             "malformed result: stages.build_s is -3; it must not be negative");
+  // A worker's forged stage times: the first trial's part larger than all trials together.
+  r = OkResult();
+  r.mutable_stages()->set_correctness_candidate_s(0.2);
+  r.mutable_stages()->set_correctness_first_candidate_s(0.2);
+  EXPECT_TRUE(ValidateResult(r).ok());
+  r.mutable_stages()->set_correctness_first_candidate_s(0.5);
+  EXPECT_EQ(ValidateResult(r).message(),
+            "malformed result: stages.correctness_first_candidate_s is 0.5, more than "
+            "correctness_candidate_s (0.2), of which it is a part");
 }
 
 TEST(ResultValidationTest, RefusesASpeedupTheTimingsDoNotGive) {
