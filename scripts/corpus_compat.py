@@ -491,7 +491,7 @@ def timing_parts_lines(rows):
 
 
 WALL_PARTS = ("startup_s", "device_s", "device_context_s", "calibration_wait_s",
-              "calibration_calls_s", "library_warmup_s", "load_task_s", "build_s", "correctness_s",
+              "calibration_calls_s", "load_task_s", "build_s", "correctness_s",
               "correctness_reference_s", "correctness_first_reference_s",
               "correctness_candidate_s", "correctness_first_candidate_s", "correctness_compare_s",
               "timing_s", "gpu_turn_s", "gpu_release_s")
@@ -512,8 +512,7 @@ def wall_parts_lines(rows):
         if not any(k in s for s in stages):
             continue  # an engine without the part
         part = k != "correctness_s" and k.startswith(("device_context", "calibration_",
-                                                      "library_warmup", "correctness_",
-                                                      "gpu_release"))
+                                                      "correctness_", "gpu_release"))
         first = k.startswith("correctness_first_")  # a part of the line above it
         out.append(("      " if first else "    " if part else "  ") +
                    line(k, [s.get(k, 0) for s in stages]))

@@ -137,8 +137,7 @@ if turns:
           f"{turn_sum('correctness_first_reference_s'):.1f} s; the candidate's "
           f"{turn_sum('correctness_candidate_s'):.1f} s, the first trial's "
           f"{turn_sum('correctness_first_candidate_s'):.1f} s), in the timing "
-          f"{turn_sum('timing_s'):.1f} s, in the judge's library warm-up "
-          f"{turn_sum('library_warmup_s'):.1f} s")
+          f"{turn_sum('timing_s'):.1f} s")
 ok = [(r, s) for r, s in zip(rows, stages) if r["verdict"] == "ok"]
 if ok:
     w = sorted(s.get("total_s", 0) - s.get("gpu_wait_s", 0) for _, s in ok)

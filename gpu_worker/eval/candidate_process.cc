@@ -23,7 +23,6 @@
 #include "gpu_worker/eval/candidate_lockdown.h"
 #include "gpu_worker/eval/channel.h"
 #include "gpu_worker/eval/cpp_dialect.h"
-#include "gpu_worker/eval/library_warmup.h"
 #include "gpu_worker/eval/model_io.h"
 #include "gpu_worker/eval/nvrtc_module.h"
 #include "gpu_worker/eval/own_kernels.h"
@@ -223,17 +222,7 @@ class CandidateProcess {
                    error.c_str());
       _exit(3);
     }
-    if (req.calibrate()) {
-      ServeCalibration();
-      // In the turn, while the judge makes its own, before any candidate code has run here.
-      if (target_.cuda) {
-        std::string warm_error;
-        WarmUpLibraries(target_.index, &warm_error);
-        if (!warm_error.empty()) {
-          std::fprintf(stderr, "kforge: the library warm-up failed: %s\n", warm_error.c_str());
-        }
-      }
-    }
+    if (req.calibrate()) ServeCalibration();
     py::object environ = py::module_::import("os").attr("environ");
     if (!req.torch_extensions_dir().empty()) {
       environ["TORCH_EXTENSIONS_DIR"] = req.torch_extensions_dir();

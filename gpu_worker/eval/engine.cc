@@ -20,7 +20,6 @@
 #include "gpu_worker/eval/compare.h"
 #include "gpu_worker/eval/cpp_dialect.h"
 #include "gpu_worker/eval/device_preroll.h"
-#include "gpu_worker/eval/library_warmup.h"
 #include "gpu_worker/eval/model_io.h"
 #include "gpu_worker/eval/own_kernels.h"
 #include "gpu_worker/eval/process_tree.h"
@@ -279,7 +278,6 @@ class Evaluation {
       result_.mutable_stages()->set_device_context_s(Since(t));
       if (!req_.build_only()) {
         if (auto v = CalibrateCalls()) return v;
-        WarmUpLibraries();
       }
       result_.mutable_stages()->set_device_s(Since(t) - result_.stages().gpu_wait_s());
       t = Clock::now();
@@ -395,15 +393,6 @@ class Evaluation {
     }
     result_.mutable_stages()->set_calibration_calls_s(Since(calls_started));
     return std::nullopt;
-  }
-
-  // While the candidate process warms up its own (library_warmup.h), before the task loads.
-  void WarmUpLibraries() {
-    if (!target_.cuda) return;
-    std::string error;
-    const double s = eval::WarmUpLibraries(target_.index, &error);
-    if (s > 0) result_.mutable_stages()->set_library_warmup_s(s);
-    if (!error.empty()) std::fprintf(stderr, "kforge: the library warm-up failed: %s\n", error.c_str());
   }
 
   std::optional<Verdict> SetUpDevice() {
