@@ -484,7 +484,11 @@ def timing_parts_lines(rows):
            f"timing_s {quantile(sorted(s['timing_s'] for s in stages), 0.5):.3f} / "
            f"{sum(s['timing_s'] for s in stages) / len(stages):.3f}"]
     rest = [s["timing_s"] - sum(s.get(k, 0) for k in TIMING_PARTS[2:]) for s in stages]
-    for name, vals in [(k, [s.get(k, 0) for s in stages]) for k in TIMING_PARTS] + \
+    parts = [(k, [s.get(k, 0) for s in stages]) for k in TIMING_PARTS]
+    if any("timing_trace_s" in s for s in stages):  # since session 32: a part of the line above
+        at = TIMING_PARTS.index("timing_reference_s") + 1
+        parts.insert(at, ("  timing_trace_s", [s.get("timing_trace_s", 0) for s in stages]))
+    for name, vals in parts + \
             [("rest (flushes, pre-rolls, draining, traces, post-timing trial)", rest)]:
         out.append(f"  {name:28s} {quantile(sorted(vals), 0.5):.3f} / {sum(vals) / len(vals):.3f}")
     return out

@@ -811,6 +811,7 @@ class Evaluation {
         auto t = Clock::now();
         std::optional<Verdict> v = TimePhase(dialect, true, &*device);
         result_.mutable_stages()->set_timing_device_s(Since(t));
+        result_.mutable_stages()->set_timing_trace_s(judge_clock_->trace_s());
         if (v) return v;
         judge_clock_.reset();
       }

@@ -226,7 +226,11 @@ class Sampler {
     CheckCuda(cudaDeviceSynchronize(), "synchronize before sample");
     // What ran since the last sample (the caller's work between samples: inputs, checks) is
     // not this call's, nor is a record CUPTI dropped meanwhile.
-    if (trace_) trace_->Discard();
+    if (trace_) {
+      const auto t = Clock::now();
+      trace_->Discard();
+      trace_s_ += std::chrono::duration<double>(Clock::now() - t).count();
+    }
     if (preroll) {
       try {
         Preroll(stream);  // ends with the flush
@@ -254,7 +258,9 @@ class Sampler {
     CheckCuda(cudaEventElapsedTime(&ev, start_, end_), "event elapsed time");
     s.ms = s.event_ms = ev;
     if (trace_) {
+      const auto t = Clock::now();
       s.split = trace_->Collect(mark, ret, &s.dropped);
+      trace_s_ += std::chrono::duration<double>(Clock::now() - t).count();
       // The sample is the GPU span, from the call's first kernel, copy or memset to its last
       // on any stream, or the call's host time when that is longer (a program bound by its
       // host side costs that much a call, called back to back). The host's latency before
@@ -270,6 +276,8 @@ class Sampler {
   }
 
   TimingClock clock() const { return clock_; }
+  // Seconds spent in the activity trace's flushes (each sample's Discard and Collect).
+  double trace_s() const { return trace_s_; }
   const std::string& clock_note() const { return clock_note_; }
 
   double preroll_ms() const { return preroll_module_ ? preroll_ms_ : 0; }
@@ -385,6 +393,7 @@ class Sampler {
   double preroll_ms_ = 0;     // the pre-roll asked for, or the activity clock's default
   bool auto_preroll_ = false;  // the latter: it gives way to the drained sample on failure
   std::unique_ptr<ActivityTrace> trace_;
+  double trace_s_ = 0;
   cudaEvent_t start_ = nullptr, end_ = nullptr;
   CUmodule preroll_module_ = nullptr;
   CUfunction preroll_ = nullptr;
@@ -733,6 +742,8 @@ std::unique_ptr<DeviceClock> DeviceClock::Start(int device, uint64_t l2_bytes,
     return nullptr;
   }
 }
+
+double DeviceClock::trace_s() const { return impl_->sampler.trace_s(); }
 
 DeviceClock::Reading DeviceClock::Sample(const std::function<void()>& p, double preroll_ms) {
   impl_->sampler.SetPrerollMs(preroll_ms);

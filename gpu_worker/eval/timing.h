@@ -257,6 +257,10 @@ class DeviceClock {
   // Drains the device, launches a pre-roll of `preroll_ms`, runs `p` and reads its span.
   // Throws std::runtime_error on CUDA errors (a fault of `p` surfaces there).
   Reading Sample(const std::function<void()>& p, double preroll_ms);
+  // Seconds this clock spent in CUPTI's activity flushes so far: before each sample what ran
+  // since the last is discarded, after it the sample's records are collected (StageDurations
+  // timing_trace_s).
+  double trace_s() const;
 
  private:
   struct Impl;

@@ -612,5 +612,30 @@ TEST(TimingGpuTest, ActivityClockTimesAPlainProgram) {
   }
 }
 
+// On a GPU: the device clock counts the time of its trace's flushes, every sample adding to
+// it, and never more than the samples took (StageDurations.timing_trace_s).
+TEST(TimingGpuTest, DeviceClockCountsItsTraceFlushes) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    cudaGetLastError();
+    GTEST_SKIP() << "no GPU";
+  }
+  std::string why_not;
+  std::unique_ptr<DeviceClock> clock = DeviceClock::Start(0, 64 << 20, &why_not);
+  ASSERT_NE(clock, nullptr) << why_not;
+  EXPECT_EQ(clock->trace_s(), 0);
+  at::Tensor x = at::randn({1 << 20}, at::TensorOptions().device(at::kCUDA, 0));
+  at::Tensor y = at::empty_like(x);
+  double last = 0;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 5; ++i) {
+    DeviceClock::Reading r = clock->Sample([&] { at::relu_out(y, x); }, 0.5);
+    EXPECT_TRUE(r.ok) << r.why_not;
+    EXPECT_GT(clock->trace_s(), last) << "sample " << i;
+    last = clock->trace_s();
+  }
+  EXPECT_LT(last, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+}
+
 }  // namespace
 }  // namespace kforge::eval

@@ -157,6 +157,16 @@ def test_the_timing_table_gives_each_part_and_the_rest():
     parts = {line.split()[0]: line.split(" / ")[0].split()[-1] for line in lines[1:]}
     assert parts["timing_call_s"] == "1.400" and parts["timing_checks_s"] == "0.200"
     assert parts["rest"] == "0.500"  # 2.0 - (0.3 + 0.4 + 0.6 + 0.2)
+    assert "timing_trace_s" not in parts  # an engine before session 32: no line
+    # The reference's CUPTI flushes: indented under timing_reference_s, of which they are a
+    # part, and not taken from the rest a second time.
+    traced = [dict(r, kforge_stages=dict(r["kforge_stages"], timing_trace_s=0.1)) for r in rows]
+    lines = mod.timing_parts_lines(traced)
+    names = [line.split()[0] for line in lines[1:]]
+    assert names.index("timing_trace_s") == names.index("timing_reference_s") + 1
+    line = lines[1 + names.index("timing_trace_s")]
+    assert line.startswith("    timing_trace_s") and line.split(" / ")[0].endswith("0.100")
+    assert lines[-1].split(" / ")[0].endswith("0.500")  # the rest, unchanged
     # An engine without the parts: no table.
     assert mod.timing_parts_lines([dict(kforge_verdict="ok",
                                         kforge_stages=dict(timing_s=1.0))]) == []
