@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Needs tree 4c00c3b (KFORGE_NO_LIBRARY_WARMUP and the warm-up were reverted by 4c5436c).
 # Session 32, call 3: the library warm-up (docs/evaluation.md, "Library warm-up") on a GPU.
 # 1. The engine's GoogleTest binaries (library_warmup_test's GPU case among them) and the GPU
 #    cases through the served path.
