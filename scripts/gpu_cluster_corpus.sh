@@ -137,7 +137,9 @@ if turns:
           f"{turn_sum('correctness_first_reference_s'):.1f} s; the candidate's "
           f"{turn_sum('correctness_candidate_s'):.1f} s, the first trial's "
           f"{turn_sum('correctness_first_candidate_s'):.1f} s), in the timing "
-          f"{turn_sum('timing_s'):.1f} s")
+          f"{turn_sum('timing_s'):.1f} s (the device clock's phase "
+          f"{turn_sum('timing_device_s'):.1f} s, the judge's CUPTI flushes in it "
+          f"{turn_sum('timing_trace_s'):.1f} s)")
 ok = [(r, s) for r, s in zip(rows, stages) if r["verdict"] == "ok"]
 if ok:
     w = sorted(s.get("total_s", 0) - s.get("gpu_wait_s", 0) for _, s in ok)
