@@ -1,0 +1,57 @@
+"""scripts/ab_summary.py: the paired A/B of gpu_ab.sh's runs, on made-up rows."""
+import importlib.util
+import json
+import os
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def load_module():
+    spec = importlib.util.spec_from_file_location(
+        "ab_summary", os.path.join(ROOT, "scripts", "ab_summary.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def write_run(tmp_path, name, rows):
+    d = tmp_path / name
+    d.mkdir()
+    (d / "compat.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return str(d)
+
+
+def row(name, turn, verdict="ok"):
+    return dict(name=name, kforge_verdict=verdict, kforge_stages=dict(gpu_turn_s=turn))
+
+
+def test_pairs_candidates_ok_in_every_run_and_averages_each_arm(tmp_path):
+    mod = load_module()
+    runs = [write_run(tmp_path, "on1", [row("a", 1.0), row("b", 2.0), row("c", 9.0)]),
+            write_run(tmp_path, "off1", [row("a", 1.5), row("b", 2.5), row("c", 9.0, "incorrect")]),
+            write_run(tmp_path, "on2", [row("a", 1.2), row("b", 2.2)]),
+            write_run(tmp_path, "off2", [row("a", 1.3), row("b", 2.7)])]
+    lines = mod.summary(runs, ("gpu_turn_s",))
+    assert lines[0].startswith("on1: 3 ok")
+    assert lines[1].startswith("off1: 2 ok")  # c was not ok there
+    assert "paired over 2 candidates" in lines[4]
+    # on: a 1.1, b 2.1 -> 3.2; off: a 1.4, b 2.6 -> 4.0; saved 0.8 (20% of off).
+    turn = lines[5].split()
+    assert turn[0] == "gpu_turn_s" and turn[2] == "3.20" and turn[5] == "4.00"
+    assert turn[8] == "0.80" and lines[5].endswith("(+20.0%)")
+
+
+def test_a_missing_run_is_said_and_one_arm_alone_is_not_compared(tmp_path):
+    mod = load_module()
+    runs = [write_run(tmp_path, "on1", [row("a", 1.0)]), str(tmp_path / "off1")]
+    lines = mod.summary(runs, ("gpu_turn_s",))
+    assert lines[1] == "off1: no rows (not run)"
+    assert lines[-1] == "paired: needs a run of each arm"
+
+
+def test_a_run_must_name_its_arm(tmp_path):
+    mod = load_module()
+    with pytest.raises(ValueError):
+        mod.arm(str(tmp_path / "warm1"))
