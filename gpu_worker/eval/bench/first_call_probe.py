@@ -16,7 +16,7 @@ its first, second and third forward (each synchronised). Variants:
 Prints one JSON line per child and a table of medians last.
 
   python3 first_call_probe.py --tasks DIR/level1/1_Square_matrix_multiplication_.py,... \
-      [--repeats 2]
+      [--repeats 2] [--variants base,preload] [--preload-set cudnn]
 """
 import argparse
 import ctypes
@@ -130,10 +130,27 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--tasks", required=True, help="comma-separated KernelBench task files")
     p.add_argument("--repeats", type=int, default=2)
+    p.add_argument("--variants", default=",".join(VARIANTS),
+                   help="a subset, run in this order (preload, handles and kernels preload)")
+    p.add_argument("--preload-set", choices=("found", "cudnn"), default="found",
+                   help="found: every math library a conv and a matmul loaded (a first child's "
+                        "maps); cudnn: cuDNN's four parts beside torch's libcudnn, as the "
+                        "engine's KFORGE_PRELOAD_MATH_LIBS does")
     a = p.parse_args()
     tasks = a.tasks.split(",")
+    variants = [v for v in a.variants.split(",") if v]
+    assert all(v in VARIANTS for v in variants), variants
     assert not torch.cuda.is_initialized()
-    libs = fork_run(discover)
+    if a.preload_set == "cudnn":
+        here = [x for x in loaded_libs() if os.path.basename(x).startswith("libcudnn.so.")]
+        d = os.path.dirname(here[0]) if here else ""
+        libs = {"libs": sorted(os.path.join(d, n) for n in (os.listdir(d) if d else [])
+                               if n.startswith(("libcudnn_graph.so.",
+                                                "libcudnn_engines_precompiled.so.",
+                                                "libcudnn_engines_runtime_compiled.so.",
+                                                "libcudnn_heuristic.so.")))}
+    else:
+        libs = fork_run(discover)
     print(json.dumps(libs), flush=True)
     rows = []
 
@@ -146,17 +163,20 @@ def main():
                 print(json.dumps(r), flush=True)
                 rows.append(r)
 
-    run("base")
-    t = time.perf_counter()
-    for lib in libs.get("libs", []):
-        try:
-            ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)
-        except OSError as e:
-            print(json.dumps({"preload_error": lib, "error": str(e)[:200]}), flush=True)
-    print(json.dumps({"preload_s": time.perf_counter() - t}), flush=True)
-    assert not torch.cuda.is_initialized()
-    for v in VARIANTS[1:]:
-        run(v)
+    if "base" in variants:
+        run("base")
+    if any(v != "base" for v in variants):
+        t = time.perf_counter()
+        for lib in libs.get("libs", []):
+            try:
+                ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)
+            except OSError as e:
+                print(json.dumps({"preload_error": lib, "error": str(e)[:200]}), flush=True)
+        print(json.dumps({"preload_s": time.perf_counter() - t}), flush=True)
+        assert not torch.cuda.is_initialized()
+    for v in variants:
+        if v != "base":
+            run(v)
     print(f"{'task':<48} " + " ".join(f"{v:>22}" for v in VARIANTS))
     print(f"{'':<48} " + " ".join(f"{'first/second/warmup ms':>22}" for _ in VARIANTS))
     for tk in tasks:
