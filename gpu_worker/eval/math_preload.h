@@ -12,8 +12,15 @@
 
 namespace kforge::eval {
 
-// cuDNN's sub-libraries (graph, engines, heuristic) from the directory of the libcudnn already
-// loaded (torch's), dlopen'd now. Returns the paths loaded; what could not be is in *notes.
+// The files to load: for a loaded `libcudnn.so.N` in `dir`, each part's own soname file
+// `dir/libcudnn_<part>.so.N` that exists, exactly that name (never another file that only
+// starts like it: a planted `libcudnn_graph.so.9.x` is not code this loads). What is missing
+// is said in *notes.
+std::vector<std::string> CudnnPartPaths(const std::string& dir, const std::string& libcudnn,
+                                        std::vector<std::string>* notes);
+
+// cuDNN's parts (graph, engines, heuristic) beside the libcudnn already loaded (torch's),
+// dlopen'd now. Returns the paths loaded; what could not be is in *notes.
 std::vector<std::string> PreloadMathLibraries(std::vector<std::string>* notes);
 
 }  // namespace kforge::eval
