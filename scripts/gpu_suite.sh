@@ -7,8 +7,7 @@
 #                                            tracecost, compat, check, drift, hop
 #
 # unit: the engine's GoogleTest binaries (engine_unit_test, cpp_dialect_test, fs_lock_test),
-# whose GPU tests are skipped on machines without one, and the GPU-only Python tests of
-# tests/engine (preturn_handles_gpu_test.py); cases: tests/engine/run_cases.py on the
+# whose GPU tests are skipped on machines without one; cases: tests/engine/run_cases.py on the
 # GPU; bench: gpu_worker/eval/bench/engine_bench.py; probe: gpu_worker/eval/bench/span_probe.py
 # (torch only, where a drained sample's time varies); tracecost: gpu_worker/eval/bench/
 # trace_cost.sh (eager references under the events and the activity clock); compat:
@@ -56,7 +55,6 @@ KERNELBENCH=${KERNELBENCH:-.gpu-carry/kernelbench}
 GTEST_SOURCE=${GTEST_SOURCE:-$PWD/.gpu-carry/googletest}
 EVAL=build-gpu/gpu_worker/eval/kforge-eval
 UNIT_TESTS=(engine_unit_test cpp_dialect_test fs_lock_test)
-UNIT_PY_TESTS=(preturn_handles_gpu_test)  # tests/engine, GPU only
 unit=0
 [[ $SECTIONS == *unit* && -f $GTEST_SOURCE/CMakeLists.txt ]] && unit=1
 
@@ -140,19 +138,9 @@ if (( unit )); then
       grep -E "^\[  FAILED|Failure" "$OUT/unit_$t.log" | head -20
     fi
   done
-  # The engine's GPU-only Python tests, through a fork server of the build.
-  for t in "${UNIT_PY_TESTS[@]}"; do
-    if (cd tests/engine && timeout 300 "$PY" "$t.py" --eval ../../build-gpu/gpu_worker/eval/kforge-eval) \
-         > "$OUT/unit_$t.log" 2>&1; then
-      unit_passed=$((unit_passed + 1))
-    else
-      unit_failed+=("$t")
-      grep -E "^FAIL" "$OUT/unit_$t.log" | head -5
-    fi
-  done
   # Each skipped test's own line (the summary at the end lists it again, without a time).
   skipped=$(cat "$OUT"/unit_*.log | grep -c '^\[  SKIPPED \] .* ([0-9]* ms)$' || true)
-  unit_line="$unit_passed of $(( ${#UNIT_TESTS[@]} + ${#UNIT_PY_TESTS[@]} )) passed (${skipped} tests skipped)"
+  unit_line="$unit_passed of ${#UNIT_TESTS[@]} binaries passed (${skipped} tests skipped)"
   (( ${#unit_failed[@]} )) && unit_line+="; failed: ${unit_failed[*]}"
 elif [[ $SECTIONS == *unit* ]]; then
   unit_line="not run: no GoogleTest sources at $GTEST_SOURCE (scripts/gpu_carry.sh)"

@@ -205,7 +205,6 @@ class CandidateProcess {
       py::module_ cuda = py::module_::import("torch").attr("cuda");
       cuda.attr("init")();  // torch's own flag that CUDA is initialised, which the cache needs
       cuda.attr("device_count")();
-      MakeMathHandlesBeforeTurn();  // opt-in; before the turn and any candidate code
     }
     if (dialect_ != v1::DIALECT_CPP && BuildsKernels(req.candidate_source())) {
       // A shortcut for builds that failed before, and the count of failed builds

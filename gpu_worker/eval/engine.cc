@@ -275,7 +275,6 @@ class Evaluation {
       t = Clock::now();
       if (auto v = SetUpDevice()) return v;
       client_->UseDevice(target_.cuda, target_.index);
-      if (target_.cuda) MakeMathHandlesBeforeTurn();  // opt-in; before the turn (python_runtime.h)
       result_.mutable_stages()->set_device_context_s(Since(t));
       if (!req_.build_only()) {
         if (auto v = CalibrateCalls()) return v;

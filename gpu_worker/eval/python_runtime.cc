@@ -1,6 +1,5 @@
 #include "gpu_worker/eval/python_runtime.h"
 
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
@@ -52,18 +51,6 @@ void SetTorchNumerics(bool torch_defaults) {
   // (docs/evaluation.md, "Numerics of the reference").
   // Matmuls already default to fp32. A candidate may turn TF32 on in its own process only.
   py::module_::import("torch").attr("backends").attr("cudnn").attr("allow_tf32") = torch_defaults;
-}
-
-bool MakeMathHandlesBeforeTurn() {
-  const char* on = std::getenv("KFORGE_PRETURN_HANDLES");
-  if (on == nullptr || *on == '\0' || std::string(on) == "0") return false;
-  try {
-    py::module_::import("torch").attr("cuda").attr("current_blas_handle")();
-    return true;
-  } catch (const py::error_already_set& e) {
-    std::fprintf(stderr, "kforge: cuBLAS's handle before the turn: %s\n", e.what());
-    return false;
-  }
 }
 
 bool WarmImports(const std::string& modules, const std::string& dir,

@@ -25,16 +25,6 @@ std::unique_ptr<pybind11::scoped_interpreter> StartPython(std::string* error);
 // inherits the setting.
 void SetTorchNumerics(bool torch_defaults);
 
-// Before the GPU turn (session 33): torch's cuBLAS handle and its workspace for the current
-// device, made in the judge and in the candidate process right after their CUDA contexts and
-// before any task or candidate code, beside another evaluation's turn, so that a first matrix
-// product in the turn does not pay for them (first_call_probe.py's `handles` variant on an H100:
-// 4-6 ms to make, 15-57 ms off five of six tasks' first calls). Host work and a device
-// allocation, as the context's own set-up is. Only where KFORGE_PRETURN_HANDLES is set and not
-// "0" (opt-in until a GPU A/B through the engine says what it saves). Returns whether it made
-// them; a failure is printed to stderr and left to the first call that needs them.
-bool MakeMathHandlesBeforeTurn();
-
 // Formats the active Python exception (type, message, last traceback lines) for a reason.
 // The modules a fork server imports once for its evaluations, comma-separated
 // (KFORGE_WARM_IMPORTS overrides; empty: none): torch.compile's, which otherwise take 1.5-3 s to
