@@ -4,7 +4,7 @@
 # alternating the setting on and off, so that a drift over the call falls on both; then
 # scripts/ab_summary.py's paired sums, last.
 #
-#   AB_ENV="KFORGE_PRELOAD_MATH_LIBS=1" OUT=DIR bash scripts/gpu_ab.sh
+#   AB_ENV="KFORGE_CHANNEL_SPIN_US=0" OUT=DIR bash scripts/gpu_ab.sh
 #
 # AB_ENV: NAME=VALUE, exported for the "on" runs and unset for the "off" ones (the fork servers
 # inherit it). AB_FIRST (on or off, default on): the arm that runs first (on1, off1, on2, off2,

@@ -25,7 +25,6 @@
 #include "common/dialect.h"
 #include "common/result_json.h"
 #include "gpu_worker/eval/compare.h"
-#include "gpu_worker/eval/math_preload.h"
 #include "gpu_worker/eval/python_runtime.h"
 #include "gpu_worker/eval/reference_share.h"
 
@@ -517,15 +516,6 @@ int Serve(const ServeOptions& options) {
   }
   for (const std::string& w : not_warm) {
     std::fprintf(stderr, "kforge-eval --serve: warm imports: %s\n", w.c_str());
-  }
-  if (const char* pre = std::getenv("KFORGE_PRELOAD_MATH_LIBS");
-      pre && *pre && std::strcmp(pre, "0") != 0) {
-    std::vector<std::string> notes;
-    const std::vector<std::string> loaded = PreloadMathLibraries(&notes);
-    std::fprintf(stderr, "kforge-eval --serve: preloaded %zu math libraries\n", loaded.size());
-    for (const std::string& n : notes) {
-      std::fprintf(stderr, "kforge-eval --serve: math preload: %s\n", n.c_str());
-    }
   }
   if (!RemoveTree(AT_FDCWD, g_request_dir)) {
     std::fprintf(stderr, "kforge-eval --serve: cannot empty the request directory %s\n",

@@ -8,9 +8,7 @@ are there, that every path they keep from TMPDIR, HOME or the cwd lies in its re
 directory, and that nothing the earlier request left there (a file, directories) is
 visible. The control: with KFORGE_WARM_IMPORTS empty the modules are not there, and the
 candidate says so. Then a request directory that cannot be removed after its evaluation stops
-the server once it has answered (server_stops, status 4). Last, with KFORGE_PRELOAD_MATH_LIBS=1
-cuDNN's parts are mapped in the judge the server forks, and without it they are not. Exits 1 on
-the first failed check.
+the server once it has answered (server_stops, status 4). Exits 1 on the first failed check.
 
   warm_imports_test.py --eval build/gpu_worker/eval/kforge-eval
 """
@@ -100,54 +98,6 @@ def server_stops_when_its_directory_stays(binary):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-# A task that says whether cuDNN's parts are mapped in the judge, a process the server forked
-# (the candidate is the reference's own code, so the evaluation is ok when they are).
-MAPS_TASK = """import torch
-import torch.nn as nn
-
-_maps = open("/proc/self/maps").read()
-_parts = ("libcudnn_graph", "libcudnn_engines_precompiled", "libcudnn_engines_runtime_compiled",
-          "libcudnn_heuristic")
-_missing = [p for p in _parts if p not in _maps]
-if _missing:
-    raise RuntimeError("not mapped in the judge: " + ", ".join(_missing))
-
-
-class Model(nn.Module):
-    def forward(self, x):
-        return torch.relu(x)
-
-
-def get_inputs():
-    return [torch.randn(64)]
-
-
-def get_init_inputs():
-    return []
-"""
-MAPS_CANDIDATE = MAPS_TASK.split("_maps =")[0] + """
-
-class ModelNew(nn.Module):
-    def forward(self, x):
-        return torch.relu(x)
-"""
-
-
-def math_preload(binary, value):
-    """One evaluation through a server started with KFORGE_PRELOAD_MATH_LIBS=value."""
-    env = dict(os.environ, KFORGE_WARM_IMPORTS="")
-    env.pop("KFORGE_PRELOAD_MATH_LIBS", None)
-    if value is not None:
-        env["KFORGE_PRELOAD_MATH_LIBS"] = value
-    server = serve_client.Server(binary, env=env,
-                                 user=65534 if os.geteuid() == 0 else None)
-    try:
-        return server.evaluate(task_source=MAPS_TASK, candidate_source=MAPS_CANDIDATE,
-                               device="cpu")
-    finally:
-        check(server.close() == 0, "the server ends cleanly")
-
-
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--eval", required=True)
@@ -165,16 +115,6 @@ def main():
         check(r.get("verdict") != "ok" and "no warm imports" in r.get("reason", ""),
               f"control: without warm imports the candidate finds none ({r.get('verdict')})")
     server_stops_when_its_directory_stays(args.eval)
-    # The math preload (math_preload.h): cuDNN's parts, loaded by the server before it forks,
-    # are mapped in every evaluation's judge; the control (not asked for, or "0") has none.
-    r = math_preload(args.eval, "1")
-    check(r.get("verdict") == "ok",
-          f"KFORGE_PRELOAD_MATH_LIBS=1: the judge finds cuDNN's parts mapped ({r.get('verdict')}: "
-          f"{r.get('reason', '')[-300:]})")
-    for value in (None, "0"):
-        r = math_preload(args.eval, value)
-        check(r.get("verdict") != "ok" and "not mapped in the judge" in r.get("reason", ""),
-              f"control, KFORGE_PRELOAD_MATH_LIBS={value}: not mapped ({r.get('verdict')})")
 
 
 if __name__ == "__main__":

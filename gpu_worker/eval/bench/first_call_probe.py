@@ -134,8 +134,8 @@ def main():
                    help="a subset, run in this order (preload, handles and kernels preload)")
     p.add_argument("--preload-set", choices=("found", "cudnn"), default="found",
                    help="found: every math library a conv and a matmul loaded (a first child's "
-                        "maps); cudnn: cuDNN's four parts beside torch's libcudnn, as the "
-                        "engine's KFORGE_PRELOAD_MATH_LIBS does")
+                        "maps); cudnn: cuDNN's four parts beside torch's libcudnn, as session "
+                        "32's math preload in the fork server did (removed in session 33)")
     a = p.parse_args()
     tasks = a.tasks.split(",")
     variants = [v for v in a.variants.split(",") if v]
