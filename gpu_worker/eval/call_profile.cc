@@ -61,6 +61,14 @@ void CallProfile::AddReference(double forward_us, double slots_us) {
   ref_slots_.push_back(slots_us);
 }
 
+void CallProfile::AddReferenceDevice(const std::vector<double>& stamps_us) {
+  constexpr size_t kSteps = std::size(kDeviceSampleSteps);
+  if (ref_device_.size() < kSteps) ref_device_.resize(kSteps);
+  for (size_t i = 0; i < stamps_us.size() && i < kSteps; ++i) {
+    ref_device_[i].push_back(stamps_us[i]);
+  }
+}
+
 std::string CallProfile::Summary() const {
   std::string s;
   if (!null_.roundtrip.empty()) s += Line("null", null_);
@@ -71,6 +79,16 @@ std::string CallProfile::Summary() const {
          std::to_string(ref_forward_.size()) +
          ", \"judge_us\": {\"forward\": " + Us(Median(ref_forward_)) +
          ", \"slots\": " + Us(Median(ref_slots_)) + "}}\n";
+  }
+  if (!ref_device_.empty() && !ref_device_[0].empty()) {
+    s += "kforge-call-profile {\"kind\": \"reference_device\", \"samples\": " +
+         std::to_string(ref_device_[0].size()) + ", \"judge_us\": {";
+    for (size_t i = 0; i < ref_device_.size(); ++i) {
+      if (ref_device_[i].empty()) continue;
+      if (s.back() != '{') s += ", ";
+      s += "\"" + std::string(kDeviceSampleSteps[i]) + "\": " + Us(Median(ref_device_[i]));
+    }
+    s += "}}\n";
   }
   return s;
 }

@@ -13,6 +13,10 @@
 // 0.05-0.23 ms longer than a bare script's, and moved between processes):
 //   kforge-call-profile {"kind": "reference", "calls": 40, "judge_us": {"forward": ...,
 //                        "slots": ...}}
+// and (since session 33: a device-clock sample costs ~6 ms where its pre-roll and forward take
+// ~1.6) one for the reference's device-clock samples, each step's stamp (kDeviceSampleSteps):
+//   kforge-call-profile {"kind": "reference_device", "samples": 52, "judge_us": {"drain": ...,
+//                        "discard": ..., ..., "collect": ...}}
 // where `forward` is the host's time until the reference's forward returned (its dispatch)
 // and `slots` until its outputs' copies into slot-shaped buffers and out again were queued;
 // the sample (reference_call) adds the synchronisation after them. A benchmark's tool, not a
@@ -32,6 +36,13 @@ bool CallProfileOn();
 inline constexpr const char* kCallSteps[] = {"args",  "forward", "sync",
                                              "rules", "copy",    "sync2"};
 
+// The steps of a device-clock sample in the judge (timing.cc's sampler): the device drained,
+// CUPTI's records of what ran since the last sample discarded, the pre-roll launched and
+// resident, the program's call between its two events launched, the end event reached, the
+// device drained again (other streams), the sample's records collected.
+inline constexpr const char* kDeviceSampleSteps[] = {"drain", "discard", "preroll", "launch",
+                                                     "wait",  "drain2",  "collect"};
+
 enum class CallKind { kNull, kTraced, kCall };
 
 class CallProfile {
@@ -42,6 +53,9 @@ class CallProfile {
   // One call-clock sample of the reference: host microseconds from its start until the
   // forward returned and until the slot copies were queued.
   void AddReference(double forward_us, double slots_us);
+  // One device-clock sample of the reference in the judge: its steps' stamps
+  // (kDeviceSampleSteps, microseconds from the sample's start).
+  void AddReferenceDevice(const std::vector<double>& stamps_us);
   // The lines described above, "" when no call was added.
   std::string Summary() const;
 
@@ -53,6 +67,7 @@ class CallProfile {
   static std::string Line(const char* kind, const Calls& c);
   Calls null_, traced_, calls_;
   std::vector<double> ref_forward_, ref_slots_;
+  std::vector<std::vector<double>> ref_device_;  // per step, over the samples that reached it
 };
 
 }  // namespace kforge::eval

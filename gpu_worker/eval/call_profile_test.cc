@@ -37,5 +37,19 @@ TEST(CallProfileTest, TheReferencesSamplesInTheJudgeHaveALineOfTheirOwn) {
             "{\"forward\": 50.0, \"slots\": 70.0}}\n");
 }
 
+TEST(CallProfileTest, TheReferencesDeviceSamplesGiveEachStepsMedian) {
+  CallProfile p;
+  p.AddReferenceDevice({10, 300, 400, 450, 2000, 2010, 2300});
+  p.AddReferenceDevice({30, 500, 600, 650, 2400, 2420, 2900});
+  p.AddReferenceDevice({20, 400, 500, 550, 2200, 2210, 2500});
+  p.AddReferenceDevice({25, 450});  // a sample that ended early (a fault in its pre-roll, say)
+  EXPECT_EQ(p.Summary(),
+            "kforge-call-profile {\"kind\": \"reference_device\", \"samples\": 4, "
+            "\"judge_us\": {\"drain\": 22.5, \"discard\": 425.0, \"preroll\": 500.0, "
+            "\"launch\": 550.0, \"wait\": 2200.0, \"drain2\": 2210.0, \"collect\": 2500.0}}\n");
+  p.AddReference(40, 55);  // the call clock's line comes first
+  EXPECT_EQ(p.Summary().rfind("kforge-call-profile {\"kind\": \"reference\", ", 0), 0u);
+}
+
 }  // namespace
 }  // namespace kforge::eval

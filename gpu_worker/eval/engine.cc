@@ -1230,6 +1230,7 @@ class Evaluation {
       ref = [&](int s) {
         DeviceClock::Reading r =
             judge_clock_->Sample([&] { ref_forward(s); }, preroll.preroll_ms());
+        if (CallProfileOn()) ref_profile_.AddReferenceDevice(r.steps_us);
         late = std::max(late, r.late_host_ms);
         if (r.ok) ++ref_busy_calls;
         reported = std::nan("");
@@ -1505,7 +1506,7 @@ class Evaluation {
   uint64_t seed_ = 0, init_seed_ = 0;
   py::object task_, ref_model_;
   std::unique_ptr<CandidateClient> client_;  // the candidate process
-  CallProfile ref_profile_;  // KFORGE_CALL_PROFILE only: the reference's call-clock samples
+  CallProfile ref_profile_;  // KFORGE_CALL_PROFILE only: the reference's samples, both clocks
   std::unique_ptr<DeviceClock> judge_clock_;  // the reference's device clock
   Clock::time_point timing_started_;          // the timing stage's start
   CandidateFiles files_;                     // the candidate's cache namespace

@@ -128,6 +128,9 @@ struct Sample {
   CallSplit split;      // kActivity only
   bool event_fallback = false;  // kActivity: the trace did not account for the events
   bool dropped = false;         // kActivity: CUPTI dropped records during the sample
+  // A device-clock sample's steps (kDeviceSampleSteps, call_profile.h): microseconds from the
+  // sample's start to the end of each.
+  std::vector<double> steps_us;
 };
 
 class Sampler {
@@ -222,8 +225,14 @@ class Sampler {
       return s;
     }
     const bool preroll = preroll_module_ != nullptr && with_preroll;
+    const auto started = Clock::now();
+    auto stamp = [&] {
+      s.steps_us.push_back(
+          std::chrono::duration<double, std::micro>(Clock::now() - started).count());
+    };
     if (!preroll) Flush(stream);
     CheckCuda(cudaDeviceSynchronize(), "synchronize before sample");
+    stamp();  // drain
     // What ran since the last sample (the caller's work between samples: inputs, checks) is
     // not this call's, nor is a record CUPTI dropped meanwhile.
     if (trace_) {
@@ -231,6 +240,7 @@ class Sampler {
       trace_->Discard();
       trace_s_ += std::chrono::duration<double>(Clock::now() - t).count();
     }
+    stamp();  // discard
     if (preroll) {
       try {
         Preroll(stream);  // ends with the flush
@@ -241,6 +251,7 @@ class Sampler {
         CheckCuda(cudaDeviceSynchronize(), "synchronize before sample");
       }
     }
+    stamp();  // preroll
     // The trace's window opens before the start event is recorded and closes after the end
     // event is, so that the events' interval exceeds it only by the difference of the two
     // events' own submission latencies (plus any device work the trace did not see).
@@ -249,11 +260,14 @@ class Sampler {
     p(set);
     CheckCuda(cudaEventRecord(end_, stream), "record end");
     const uint64_t ret = trace_ ? trace_->Now() : 0;
+    stamp();  // launch
     CheckCuda(cudaEventSynchronize(end_), "wait for the end event");
     auto t_end = Clock::now();
+    stamp();  // wait
     // Work the program left on other streams keeps the device busy past its end event.
     CheckCuda(cudaDeviceSynchronize(), "synchronize after sample");
     s.tail_ms = Ms(Clock::now() - t_end);
+    stamp();  // drain2
     float ev = 0;
     CheckCuda(cudaEventElapsedTime(&ev, start_, end_), "event elapsed time");
     s.ms = s.event_ms = ev;
@@ -272,6 +286,7 @@ class Sampler {
                          s.event_ms - s.split.window_ms > UnaccountedSlackMs(s.event_ms);
       if (!s.event_fallback) s.ms = std::max(s.split.span_ms, s.split.host_ms);
     }
+    stamp();  // collect
     return s;
   }
 
@@ -750,6 +765,7 @@ DeviceClock::Reading DeviceClock::Sample(const std::function<void()>& p, double 
   eval::Sample s = impl_->sampler.Run([&](int) { p(); }, 0, true);
   Reading r;
   r.late_host_ms = s.split.host_ms;
+  r.steps_us = std::move(s.steps_us);
   if (s.dropped) {
     r.why_not = "CUPTI dropped activity records during the call";
   } else if (!s.split.found && s.event_ms - s.split.host_ms > UnaccountedSlackMs(s.event_ms)) {

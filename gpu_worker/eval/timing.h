@@ -253,6 +253,9 @@ class DeviceClock {
     std::string why_not;  // !ok: kNoGpuActivity, records dropped, unseen device work
     // ok: the names of the call's kernels, each once (mangled for C++ linkage).
     std::vector<std::string> kernels;
+    // The sample's steps (kDeviceSampleSteps, call_profile.h): microseconds from its start to
+    // the end of each, for KFORGE_CALL_PROFILE's line of the reference's device samples.
+    std::vector<double> steps_us;
   };
   // Drains the device, launches a pre-roll of `preroll_ms`, runs `p` and reads its span.
   // Throws std::runtime_error on CUDA errors (a fault of `p` surfaces there).

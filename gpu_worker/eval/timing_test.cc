@@ -5,10 +5,12 @@
 
 #include <chrono>
 #include <cmath>
+#include <iterator>
 #include <random>
 #include <vector>
 
 #include "gpu_worker/eval/activity_trace.h"
+#include "gpu_worker/eval/call_profile.h"
 #include "gtest/gtest.h"
 
 namespace kforge::eval {
@@ -635,6 +637,32 @@ TEST(TimingGpuTest, DeviceClockCountsItsTraceFlushes) {
     last = clock->trace_s();
   }
   EXPECT_LT(last, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+}
+
+// On a GPU: a device-clock sample stamps each of its steps (kDeviceSampleSteps), in order, and
+// with a pre-roll of 2 ms the wait for the end event holds at least most of it (the pre-roll
+// runs on the GPU while the host launches), the whole sample no less.
+TEST(TimingGpuTest, DeviceClockStampsEachStepOfASample) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    cudaGetLastError();
+    GTEST_SKIP() << "no GPU";
+  }
+  std::string why_not;
+  std::unique_ptr<DeviceClock> clock = DeviceClock::Start(0, 64 << 20, &why_not);
+  ASSERT_NE(clock, nullptr) << why_not;
+  at::Tensor x = at::randn({1 << 20}, at::TensorOptions().device(at::kCUDA, 0));
+  at::Tensor y = at::empty_like(x);
+  for (int i = 0; i < 3; ++i) {
+    DeviceClock::Reading r = clock->Sample([&] { at::relu_out(y, x); }, 2.0);
+    EXPECT_TRUE(r.ok) << r.why_not;
+    ASSERT_EQ(r.steps_us.size(), std::size(kDeviceSampleSteps)) << "sample " << i;
+    for (size_t k = 1; k < r.steps_us.size(); ++k) {
+      EXPECT_GE(r.steps_us[k], r.steps_us[k - 1]) << kDeviceSampleSteps[k] << ", sample " << i;
+    }
+    EXPECT_GE(r.steps_us[4] - r.steps_us[2], 1000) << "the wait for the end event, sample " << i;
+    EXPECT_GE(r.steps_us.back(), 2000) << "the whole sample, sample " << i;
+  }
 }
 
 }  // namespace
