@@ -13,8 +13,9 @@
 // 0.05-0.23 ms longer than a bare script's, and moved between processes):
 //   kforge-call-profile {"kind": "reference", "calls": 40, "judge_us": {"forward": ...,
 //                        "slots": ...}}
-// and (since session 33: a device-clock sample costs ~6 ms where its pre-roll and forward take
-// ~1.6) one for the reference's device-clock samples, each step's stamp (kDeviceSampleSteps):
+// and (since session 33: the device clock's phase cost ~6 ms per kept sample, warm-ups, samples
+// left out, inputs and checks included, where a sample's pre-roll and forward take ~1.6) one for
+// the reference's device-clock samples, each step's stamp (kDeviceSampleSteps):
 //   kforge-call-profile {"kind": "reference_device", "samples": 52, "judge_us": {"drain": ...,
 //                        "discard": ..., ..., "collect": ...}}
 // where `forward` is the host's time until the reference's forward returned (its dispatch)

@@ -42,7 +42,7 @@ TEST(CallProfileTest, TheReferencesDeviceSamplesGiveEachStepsMedian) {
   p.AddReferenceDevice({10, 300, 400, 450, 2000, 2010, 2300});
   p.AddReferenceDevice({30, 500, 600, 650, 2400, 2420, 2900});
   p.AddReferenceDevice({20, 400, 500, 550, 2200, 2210, 2500});
-  p.AddReferenceDevice({25, 450});  // a sample that ended early (a fault in its pre-roll, say)
+  p.AddReferenceDevice({25, 450});  // fewer stamps (defensive: a faulting sample throws first)
   EXPECT_EQ(p.Summary(),
             "kforge-call-profile {\"kind\": \"reference_device\", \"samples\": 4, "
             "\"judge_us\": {\"drain\": 22.5, \"discard\": 425.0, \"preroll\": 500.0, "

@@ -7,11 +7,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <numeric>
 #include <stdexcept>
 
 #include "gpu_worker/eval/activity_trace.h"
+#include "gpu_worker/eval/call_profile.h"
 #include "gpu_worker/eval/cuda_driver.h"
 #include "gpu_worker/eval/preroll_fatbin.h"
 
@@ -225,10 +227,11 @@ class Sampler {
       return s;
     }
     const bool preroll = preroll_module_ != nullptr && with_preroll;
+    // The steps' stamps (kDeviceSampleSteps), reserved first so that no stamp allocates.
     const auto started = Clock::now();
-    auto stamp = [&] {
-      s.steps_us.push_back(
-          std::chrono::duration<double, std::micro>(Clock::now() - started).count());
+    s.steps_us.reserve(std::size(kDeviceSampleSteps));
+    auto stamp = [&](Clock::time_point at = Clock::now()) {
+      s.steps_us.push_back(std::chrono::duration<double, std::micro>(at - started).count());
     };
     if (!preroll) Flush(stream);
     CheckCuda(cudaDeviceSynchronize(), "synchronize before sample");
@@ -263,7 +266,7 @@ class Sampler {
     stamp();  // launch
     CheckCuda(cudaEventSynchronize(end_), "wait for the end event");
     auto t_end = Clock::now();
-    stamp();  // wait
+    stamp(t_end);  // wait
     // Work the program left on other streams keeps the device busy past its end event.
     CheckCuda(cudaDeviceSynchronize(), "synchronize after sample");
     s.tail_ms = Ms(Clock::now() - t_end);

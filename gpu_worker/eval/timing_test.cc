@@ -643,8 +643,8 @@ TEST_F(TimingGpuTest, DeviceClockCountsItsTraceFlushes) {
 }
 
 // On a GPU: a device-clock sample stamps each of its steps (kDeviceSampleSteps), in order, and
-// with a pre-roll of 2 ms the wait for the end event holds at least most of it (the pre-roll
-// runs on the GPU while the host launches), the whole sample no less.
+// with a pre-roll of 2 ms the wait for the end event after the launch holds at least half of it
+// (the pre-roll runs on the GPU while the host launches), the whole sample no less.
 TEST_F(TimingGpuTest, DeviceClockStampsEachStepOfASample) {
   std::string why_not;
   std::unique_ptr<DeviceClock> clock = DeviceClock::Start(0, 64 << 20, &why_not);
@@ -658,7 +658,7 @@ TEST_F(TimingGpuTest, DeviceClockStampsEachStepOfASample) {
     for (size_t k = 1; k < r.steps_us.size(); ++k) {
       EXPECT_GE(r.steps_us[k], r.steps_us[k - 1]) << kDeviceSampleSteps[k] << ", sample " << i;
     }
-    EXPECT_GE(r.steps_us[4] - r.steps_us[2], 1000) << "the wait for the end event, sample " << i;
+    EXPECT_GE(r.steps_us[4] - r.steps_us[3], 1000) << "the wait for the end event, sample " << i;
     EXPECT_GE(r.steps_us.back(), 2000) << "the whole sample, sample " << i;
   }
 }
