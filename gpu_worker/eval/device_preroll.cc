@@ -1,15 +1,22 @@
 #include "gpu_worker/eval/device_preroll.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 namespace kforge::eval {
 
 PrerollGovernor::PrerollGovernor(double start_ms, double max_ms, double tolerance_ms)
-    : preroll_ms_(std::min(start_ms, max_ms)), max_ms_(max_ms), tolerance_ms_(tolerance_ms) {}
+    : preroll_ms_(std::min(start_ms, max_ms)),
+      min_ms_(preroll_ms_),
+      max_ms_(max_ms),
+      tolerance_ms_(tolerance_ms) {}
 
-bool PrerollGovernor::Keep(double late_host_ms) {
-  if (late_host_ms > tolerance_ms_ && CanGrow()) {
+bool PrerollGovernor::Keep(double late_host_ms, bool candidate) {
+  const bool capped = shrink_ && candidate && candidate_dropped_ >= kMaxCandidateDrops;
+  if (late_host_ms > tolerance_ms_ && CanGrow() && !capped) {
     ++dropped_;
+    if (candidate) ++candidate_dropped_;
     return false;
   }
   late_kept_pending_ = std::max(late_kept_pending_, late_host_ms);
@@ -29,6 +36,33 @@ void PrerollGovernor::AfterIteration(double late_host_ms, bool sampled) {
   if (late_host_ms > tolerance_ms_) {
     preroll_ms_ = std::min(max_ms_, preroll_ms_ + 2 * late_host_ms + 0.1);
   }
+  if (!shrink_) return;
+  if (late_host_ms > tolerance_ms_) {  // the window begins again
+    on_time_ = 0;
+    window_launch_ms_ = 0;
+    return;
+  }
+  if (!sampled || ++on_time_ < kShrinkWindow) return;
+  const double target = 1.5 * window_launch_ms_ + 0.1;
+  const double next = std::max({target, preroll_ms_ / 2, min_ms_});
+  if (window_launch_ms_ > 0 && next < preroll_ms_) {
+    preroll_ms_ = next;
+    ++shrinks_;
+  }
+  on_time_ = 0;
+  window_launch_ms_ = 0;
+}
+
+void PrerollGovernor::NoteLaunch(double launch_ms) {
+  if (launch_ms > window_launch_ms_) window_launch_ms_ = launch_ms;
+}
+
+bool PrerollShrinkOn() {
+  static const bool on = [] {
+    const char* v = std::getenv("KFORGE_PREROLL_SHRINK");
+    return v && *v && std::string(v) != "0";
+  }();
+  return on;
 }
 
 }  // namespace kforge::eval

@@ -27,12 +27,34 @@ class PrerollGovernor {
   double preroll_ms() const { return preroll_ms_; }
 
   // Whether a program's sample, taken under the current pre-roll with the host still launching
-  // `late_host_ms` after it ended, is used. Counts the samples left out.
-  bool Keep(double late_host_ms);
+  // `late_host_ms` after it ended, is used. Counts the samples left out. `candidate`: the
+  // lateness is the candidate process's claim (with shrinking, its drops are capped).
+  bool Keep(double late_host_ms, bool candidate = false);
 
   // After each iteration, with the latest host of its samples: grows the pre-roll when the host
   // was late. `sampled`: a sampled iteration (not a warm-up).
   void AfterIteration(double late_host_ms, bool sampled);
+
+  // Shrinking (session 33; opt-in, KFORGE_PREROLL_SHRINK=1 in the evaluation's environment,
+  // until a GPU A/B measures it). Without it the pre-roll only grows, by twice a late sample's
+  // lateness and 0.1 ms: one late outlier sets it for the rest of the phase, and session 33's
+  // profiles (call 4) found a microsecond program's reference launching in 0.12-0.25 ms under a
+  // 1.2-1.4 ms pre-roll, or a 5 ms one, which is most of every sample's time. With it, after
+  // kShrinkWindow sampled iterations in a row with no late sample, the pre-roll becomes
+  // 1.5 x the longest launch noted in them (NoteLaunch) + 0.1 ms, if that is shorter, but never
+  // less than half of it nor less than the start. A shrink can make samples late again, and a
+  // late sample of the candidate's is its own claim: so that a candidate cannot have its slow
+  // samples left out again and again (the bound growth alone gives: every drop grows the
+  // pre-roll), at most kMaxCandidateDrops of its samples are left out in a phase; later late
+  // ones are kept and reported. The reference's launches are in every window, so the pre-roll
+  // never shrinks below what the reference needs on the candidate's word.
+  static constexpr uint32_t kShrinkWindow = 16;
+  static constexpr uint32_t kMaxCandidateDrops = 37;
+  void EnableShrink() { shrink_ = true; }
+  // A sample's host launch time, from the pre-roll resident to the program's last launch
+  // (the reference's from the judge's stamps, the candidate's from its claim).
+  void NoteLaunch(double launch_ms);
+  uint32_t shrinks() const { return shrinks_; }
 
   // Samples left out as late; the latest host among the sampled iterations' kept samples.
   uint32_t dropped() const { return dropped_; }
@@ -54,6 +76,7 @@ class PrerollGovernor {
   bool CanGrow() const { return preroll_ms_ < max_ms_; }
 
   double preroll_ms_;
+  const double min_ms_;  // the start: shrinking stops there
   const double max_ms_;
   const double tolerance_ms_;
   uint32_t dropped_ = 0;
@@ -63,7 +86,13 @@ class PrerollGovernor {
   // of them with the host late; the decision taken at their end.
   uint32_t at_max_ = 0, late_at_max_ = 0;
   bool host_bound_ = false;
+  bool shrink_ = false;
+  uint32_t candidate_dropped_ = 0, on_time_ = 0, shrinks_ = 0;
+  double window_launch_ms_ = 0;  // the longest launch noted since the window began
 };
+
+// KFORGE_PREROLL_SHRINK set and not "0" in the environment (read once).
+bool PrerollShrinkOn();
 
 }  // namespace kforge::eval
 

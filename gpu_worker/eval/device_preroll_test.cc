@@ -123,5 +123,93 @@ TEST(PrerollGovernorTest, TheStartIsBoundedByTheMaximum) {
   EXPECT_DOUBLE_EQ(g.preroll_ms(), 5);
 }
 
+// Shrinking (KFORGE_PREROLL_SHRINK): `window` sampled iterations on time, each noting a
+// reference launch of `launch_ms`.
+void OnTime(PrerollGovernor* g, int iterations, double launch_ms) {
+  for (int it = 0; it < iterations; ++it) {
+    g->NoteLaunch(launch_ms);
+    EXPECT_TRUE(g->Keep(0));
+    g->AfterIteration(0, true);
+  }
+}
+
+TEST(PrerollGovernorTest, WithoutShrinkingThePrerollOnlyGrows) {
+  PrerollGovernor g(0.5, 5, 0.01);
+  EXPECT_FALSE(g.Keep(0.5));
+  g.AfterIteration(0.5, true);
+  EXPECT_DOUBLE_EQ(g.preroll_ms(), 1.6);
+  OnTime(&g, 100, 0.2);
+  EXPECT_DOUBLE_EQ(g.preroll_ms(), 1.6);
+  EXPECT_EQ(g.shrinks(), 0u);
+}
+
+TEST(PrerollGovernorTest, ShrinksAfterAWindowOnTimeToOneAndAHalfTheLongestLaunch) {
+  PrerollGovernor g(0.5, 5, 0.01);
+  g.EnableShrink();
+  EXPECT_FALSE(g.Keep(0.5));  // one late outlier: 0.5 -> 1.6 ms
+  g.AfterIteration(0.5, true);
+  EXPECT_DOUBLE_EQ(g.preroll_ms(), 1.6);
+  OnTime(&g, PrerollGovernor::kShrinkWindow - 1, 0.3);
+  EXPECT_DOUBLE_EQ(g.preroll_ms(), 1.6);  // not before the window is full
+  OnTime(&g, 1, 0.2);
+  EXPECT_DOUBLE_EQ(g.preroll_ms(), 0.8);  // 1.5 x 0.3 + 0.1 = 0.55, but at most halved
+  OnTime(&g, PrerollGovernor::kShrinkWindow, 0.3);
+  EXPECT_DOUBLE_EQ(g.preroll_ms(), 0.55);
+  EXPECT_EQ(g.shrinks(), 2u);
+  OnTime(&g, PrerollGovernor::kShrinkWindow, 0.01);
+  EXPECT_DOUBLE_EQ(g.preroll_ms(), 0.5);  // never below the start
+  OnTime(&g, PrerollGovernor::kShrinkWindow, 0.01);
+  EXPECT_EQ(g.shrinks(), 3u);  // already at the start: no shrink counted
+}
+
+TEST(PrerollGovernorTest, ALateSampleOrAWarmUpDoesNotCompleteTheWindow) {
+  PrerollGovernor g(2, 5, 0.01);
+  g.EnableShrink();
+  OnTime(&g, PrerollGovernor::kShrinkWindow - 1, 0.2);
+  g.NoteLaunch(0.2);
+  EXPECT_TRUE(g.Keep(0.005));    // late within the tolerance: on time
+  g.AfterIteration(0.05, true);  // but another sample of the iteration was late
+  EXPECT_GT(g.preroll_ms(), 2);  // grew, and the window begins again
+  const double grown = g.preroll_ms();
+  OnTime(&g, PrerollGovernor::kShrinkWindow - 1, 0.2);
+  g.AfterIteration(0, false);  // a warm-up does not count
+  EXPECT_DOUBLE_EQ(g.preroll_ms(), grown);
+  OnTime(&g, 1, 0.2);
+  EXPECT_LT(g.preroll_ms(), grown);
+}
+
+TEST(PrerollGovernorTest, NoLaunchNotedNoShrink) {
+  // A candidate process that reports no launch times (and a reference whose were not read):
+  // nothing says how short the pre-roll may be.
+  PrerollGovernor g(2, 5, 0.01);
+  g.EnableShrink();
+  for (int it = 0; it < 100; ++it) g.AfterIteration(0, true);
+  EXPECT_DOUBLE_EQ(g.preroll_ms(), 2);
+}
+
+TEST(PrerollGovernorTest, WithShrinkingACandidateCanHaveOnlySoManyOfItsSamplesLeftOut) {
+  // The attack shrinking opens: the candidate claims no launch time and, once a window has
+  // shrunk the pre-roll, claims its next slow sample late, again and again. Growth alone no
+  // longer bounds its drops (every shrink gives room to grow again); the cap does.
+  PrerollGovernor g(0.5, 5, 0.01);
+  g.EnableShrink();
+  uint32_t dropped = 0, kept_late = 0;
+  for (int cycle = 0; cycle < 300; ++cycle) {
+    OnTime(&g, PrerollGovernor::kShrinkWindow, 0.2);  // the reference's launches
+    if (g.Keep(0.011, /*candidate=*/true)) {
+      ++kept_late;
+    } else {
+      ++dropped;
+    }
+    g.AfterIteration(0.011, true);
+  }
+  EXPECT_EQ(dropped, PrerollGovernor::kMaxCandidateDrops);
+  EXPECT_EQ(g.dropped(), PrerollGovernor::kMaxCandidateDrops);
+  EXPECT_EQ(kept_late, 300 - PrerollGovernor::kMaxCandidateDrops);
+  EXPECT_GT(g.shrinks(), PrerollGovernor::kMaxCandidateDrops);
+  // The reference's late samples are still left out: the judge's own, never capped.
+  EXPECT_FALSE(g.Keep(0.3));
+}
+
 }  // namespace
 }  // namespace kforge::eval

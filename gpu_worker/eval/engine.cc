@@ -1139,6 +1139,7 @@ class Evaluation {
                             : req_.timing_preroll_ms() > 0     ? req_.timing_preroll_ms()
                                                                : kDevicePrerollMs,
                             kMaxDevicePrerollMs, kLateHostToleranceMs);
+    if (PrerollShrinkOn()) preroll.EnableShrink();
     double late = 0;
     double reported = std::nan("");
     std::string unusable;  // the device clock's last unusable sample, and why
@@ -1231,6 +1232,7 @@ class Evaluation {
         DeviceClock::Reading r =
             judge_clock_->Sample([&] { ref_forward(s); }, preroll.preroll_ms());
         if (CallProfileOn()) ref_profile_.AddReferenceDevice(r.steps_us);
+        if (r.steps_us.size() > 3) preroll.NoteLaunch((r.steps_us[3] - r.steps_us[2]) / 1000);
         late = std::max(late, r.late_host_ms);
         if (r.ok) ++ref_busy_calls;
         reported = std::nan("");
@@ -1254,6 +1256,7 @@ class Evaluation {
         ++cand_calls;
         cand_last_set = s;
         const v1::judge::Claim& c = called.claim();
+        preroll.NoteLaunch(c.launch_ms());
         late = std::max(late, c.late_host_ms());
         reported = std::nan("");
         if (c.found()) {
@@ -1273,7 +1276,7 @@ class Evaluation {
           unusable = "a span of " + FormatMs(c.span_ms()) + " ms where the judge saw the call take " +
                      FormatMs(observed) + " ms";
           ++unusable_count;
-        } else if (preroll.Keep(c.late_host_ms())) {
+        } else if (preroll.Keep(c.late_host_ms(), /*candidate=*/true)) {
           // A claim: its busy time kept only when positive and finite, and never above the span.
           reported = device_time(c.span_ms(), c.busy_ms(), c.work_ms(), c.queued(),
                                  &phase->cand_span, &phase->cand_busy, &phase->cand_unqueued);
@@ -1478,6 +1481,13 @@ class Evaluation {
                              "ended; the pre-roll grew to " +
                              FormatMs(preroll.preroll_ms()) + " ms)");
         }
+        if (preroll.shrinks() > 0) {
+          AddNote(&note, "the pre-roll shrank " + std::to_string(preroll.shrinks()) +
+                             " times to 1.5 times the longest launch of " +
+                             std::to_string(PrerollGovernor::kShrinkWindow) +
+                             " iterations on time (KFORGE_PREROLL_SHRINK), ending at " +
+                             FormatMs(preroll.preroll_ms()) + " ms");
+        }
         if (phase->out.settled) {
           AddNote(&note,
                   std::string("host-bound: the host still launched ") + "after the " +
@@ -1489,8 +1499,9 @@ class Evaluation {
         }
         if (preroll.late_kept_ms() > 0.05) {
           AddNote(&note, std::string("the host still launched ") +
-                             FormatMs(preroll.late_kept_ms()) +
-                             " ms after the longest pre-roll ended in a sample");
+                             FormatMs(preroll.late_kept_ms()) + " ms after " +
+                             (preroll.shrinks() > 0 ? "the" : "the longest") +
+                             " pre-roll ended in a sample");
         }
       }
     }
