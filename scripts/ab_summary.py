@@ -4,7 +4,9 @@ corpus_compat.py alternating an engine setting on ("on1", "on2", ...) and off ("
 Only candidates judged `ok` in every run are compared. Per stage key (StageDurations), each
 arm's value for a candidate is the mean over that arm's runs, and the table gives the sums over
 the candidates, on and off, and what "on" saved (off - on; negative: it cost). Per run, the sum
-of each key too, so that a drift over the call shows.
+of each key too, so that a drift over the call shows. Where an arm ran twice or more, the
+device-clock speedup's spread between its runs per candidate ((max - min) / mean), median and
+p90 per arm: whether the setting moves repeatability.
 
   ab_summary.py DIR/on1 DIR/off1 DIR/on2 DIR/off2 [--keys gpu_turn_s,correctness_s,...]
 
@@ -68,7 +70,31 @@ def summary(runs, keys=KEYS):
             continue
         out.append(f"  {k:30s} on {on:8.2f} s, off {off:8.2f} s, saved {off - on:7.2f} s"
                    + (f" ({(off - on) / off:+.1%})" if off else ""))
+    spreads = {a: speedup_spreads([loaded[r] for r in arms[a]], common) for a in arms}
+    if all(spreads.values()):
+        out.append("  speedup_device spread between an arm's runs, median / p90: " + ", ".join(
+            f"{a} {statistics.median(v):.2%} / {p90(v):.2%} over {len(v)}"
+            for a, v in spreads.items()))
     return out
+
+
+def speedup_spreads(runs, names):
+    """Per candidate with a device-clock speedup in every one of `runs` (two or more), its
+    (max - min) / mean over them."""
+    if len(runs) < 2:
+        return []
+    out = []
+    for n in names:
+        v = [r[n].get("kforge_speedup_device") for r in runs]
+        if all(isinstance(x, (int, float)) and x > 0 for x in v):
+            out.append((max(v) - min(v)) / statistics.mean(v))
+    return out
+
+
+def p90(v):
+    """The 90th percentile, nearest rank."""
+    s = sorted(v)
+    return s[min(len(s) - 1, max(0, -(-9 * len(s) // 10) - 1))]
 
 
 def main(argv):

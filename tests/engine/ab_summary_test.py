@@ -23,8 +23,11 @@ def write_run(tmp_path, name, rows):
     return str(d)
 
 
-def row(name, turn, verdict="ok"):
-    return dict(name=name, kforge_verdict=verdict, kforge_stages=dict(gpu_turn_s=turn))
+def row(name, turn, verdict="ok", speedup=None):
+    r = dict(name=name, kforge_verdict=verdict, kforge_stages=dict(gpu_turn_s=turn))
+    if speedup is not None:
+        r["kforge_speedup_device"] = speedup
+    return r
 
 
 def test_pairs_candidates_ok_in_every_run_and_averages_each_arm(tmp_path):
@@ -41,6 +44,20 @@ def test_pairs_candidates_ok_in_every_run_and_averages_each_arm(tmp_path):
     turn = lines[5].split()
     assert turn[0] == "gpu_turn_s" and turn[2] == "3.20" and turn[5] == "4.00"
     assert turn[8] == "0.80" and lines[5].endswith("(+20.0%)")
+
+
+def test_each_arms_device_speedup_spread_between_its_runs(tmp_path):
+    mod = load_module()
+    runs = [write_run(tmp_path, "on1", [row("a", 1, speedup=1.00), row("b", 1, speedup=2.0)]),
+            write_run(tmp_path, "off1", [row("a", 1, speedup=1.00), row("b", 1, speedup=2.0)]),
+            write_run(tmp_path, "on2", [row("a", 1, speedup=1.02), row("b", 1, speedup=2.0)]),
+            write_run(tmp_path, "off2", [row("a", 1, speedup=1.10), row("b", 1, speedup=2.2)])]
+    last = mod.summary(runs, ("gpu_turn_s",))[-1]
+    # on: a 0.02 / 1.01 = 1.98%, b 0; off: a 0.10 / 1.05 = 9.52%, b 0.2 / 2.1 = 9.52%.
+    assert last.startswith("  speedup_device spread between an arm's runs")
+    assert "on 0.99% / 1.98% over 2" in last and "off 9.52% / 9.52% over 2" in last
+    # One run of an arm: no spread line.
+    assert "spread" not in mod.summary(runs[:3], ("gpu_turn_s",))[-1]
 
 
 def test_a_missing_run_is_said_and_one_arm_alone_is_not_compared(tmp_path):
