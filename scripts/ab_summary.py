@@ -6,7 +6,8 @@ arm's value for a candidate is the mean over that arm's runs, and the table give
 the candidates, on and off, and what "on" saved (off - on; negative: it cost). Per run, the sum
 of each key too, so that a drift over the call shows. Where an arm ran twice or more, the
 device-clock speedup's spread between its runs per candidate ((max - min) / mean), median and
-p90 per arm: whether the setting moves repeatability.
+p90 per arm: whether the setting moves repeatability. And each arm's median device-clock
+pre-roll at the end (`timing_preroll_ms`, each candidate's mean over the arm's runs).
 
   ab_summary.py DIR/on1 DIR/off1 DIR/on2 DIR/off2 [--keys gpu_turn_s,correctness_s,...]
 
@@ -70,6 +71,11 @@ def summary(runs, keys=KEYS):
             continue
         out.append(f"  {k:30s} on {on:8.2f} s, off {off:8.2f} s, saved {off - on:7.2f} s"
                    + (f" ({(off - on) / off:+.1%})" if off else ""))
+    prerolls = {a: [statistics.mean(loaded[r][n].get("kforge_timing_preroll_ms") or 0
+                                    for r in arms[a]) for n in common] for a in arms}
+    if common and any(any(v) for v in prerolls.values()):
+        out.append("  timing_preroll_ms, median: " + ", ".join(
+            f"{a} {statistics.median(v):.3f} ms" for a, v in prerolls.items()))
     spreads = {a: speedup_spreads([loaded[r] for r in arms[a]], common) for a in arms}
     if all(spreads.values()):
         out.append("  speedup_device spread between an arm's runs, median / p90: " + ", ".join(

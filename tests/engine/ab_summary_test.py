@@ -60,6 +60,25 @@ def test_each_arms_device_speedup_spread_between_its_runs(tmp_path):
     assert "spread" not in mod.summary(runs[:3], ("gpu_turn_s",))[-1]
 
 
+def test_each_arms_median_preroll(tmp_path):
+    mod = load_module()
+
+    def with_preroll(name, ms):
+        r = row(name, 1)
+        r["kforge_timing_preroll_ms"] = ms
+        return r
+    runs = [write_run(tmp_path, "on1", [with_preroll("a", 0.5), with_preroll("b", 0.7)]),
+            write_run(tmp_path, "off1", [with_preroll("a", 1.4), with_preroll("b", 5.0)]),
+            write_run(tmp_path, "on2", [with_preroll("a", 0.7), with_preroll("b", 0.9)]),
+            write_run(tmp_path, "off2", [with_preroll("a", 1.6), with_preroll("b", 5.0)])]
+    lines = mod.summary(runs, ("gpu_turn_s",))
+    # on: a 0.6, b 0.8 -> 0.7; off: a 1.5, b 5.0 -> 3.25.
+    assert "  timing_preroll_ms, median: on 0.700 ms, off 3.250 ms" in lines
+    # No pre-roll recorded (CPU mode, the call clock): no line.
+    plain = [write_run(tmp_path, n + "x", [row("a", 1)]) for n in ("on", "off")]
+    assert not any("timing_preroll_ms" in line for line in mod.summary(plain, ("gpu_turn_s",)))
+
+
 def test_a_missing_run_is_said_and_one_arm_alone_is_not_compared(tmp_path):
     mod = load_module()
     runs = [write_run(tmp_path, "on1", [row("a", 1.0)]), str(tmp_path / "off1")]

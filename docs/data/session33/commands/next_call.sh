@@ -5,6 +5,6 @@
 #    and the pre-roll's shrinking have not run on a GPU).
 # 2. The A/B of KFORGE_PREROLL_SHRINK=1 (device_preroll.h): session 33's profiles (call 4) put
 #    most of a microsecond program's device-clock sample in a pre-roll that only grows. Its
-#    summary gives the stages' sums and each arm's device-speedup spread between its two runs.
+#    summary gives the stages' sums, each arm's median pre-roll and each arm's device-speedup
+#    spread between its two runs.
 AB_CHECKS=unit AB_ENV=KFORGE_PREROLL_SHRINK=1 AB_TOTAL_S=${AB_TOTAL_S:-570} bash scripts/gpu_ab.sh
-grep -h "timing_preroll_ms\|pre-roll shrank" "$OUT"/*_table.txt 2>/dev/null | head -8
