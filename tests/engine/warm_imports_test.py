@@ -7,7 +7,7 @@ server, twice, tests/engine/warm_paths_candidate.py checks in its own process th
 are there, that every path they keep from TMPDIR, HOME or the cwd lies in its request's
 directory, and that nothing the earlier request left there (a file, directories) is
 visible. The control: with KFORGE_WARM_IMPORTS empty the modules are not there, and the
-candidate says so. Then a request directory that cannot be removed after its evaluation stops
+candidate says so. Last, a request directory that cannot be removed after its evaluation stops
 the server once it has answered (server_stops, status 4). Exits 1 on the first failed check.
 
   warm_imports_test.py --eval build/gpu_worker/eval/kforge-eval
