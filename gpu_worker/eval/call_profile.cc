@@ -2,8 +2,9 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <iterator>
+
+#include "gpu_worker/eval/env_switch.h"
 
 namespace kforge::eval {
 namespace {
@@ -24,10 +25,7 @@ std::string Us(double us) {
 }  // namespace
 
 bool CallProfileOn() {
-  static const bool on = [] {
-    const char* v = std::getenv("KFORGE_CALL_PROFILE");
-    return v && *v && std::string(v) != "0";
-  }();
+  static const bool on = EnvSwitchOn("KFORGE_CALL_PROFILE");
   return on;
 }
 

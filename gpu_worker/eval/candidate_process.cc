@@ -573,7 +573,7 @@ class CandidateProcess {
       claim->set_work_ms(r.work_ms);
       claim->set_queued(r.queued);
       claim->set_late_host_ms(r.late_host_ms);
-      if (r.steps_us.size() > 3) claim->set_launch_ms((r.steps_us[3] - r.steps_us[2]) / 1000);
+      claim->set_launch_ms(r.launch_ms);
       claim->set_no_span(Bounded(r.why_not));
       // Only a candidate that built kernels of its own must launch them (own_kernels.h,
       // MustLaunchOwnKernels). The engine asks for these samples in the correctness trials

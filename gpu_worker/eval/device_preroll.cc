@@ -1,8 +1,6 @@
 #include "gpu_worker/eval/device_preroll.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <string>
 
 namespace kforge::eval {
 
@@ -55,14 +53,6 @@ void PrerollGovernor::AfterIteration(double late_host_ms, bool sampled) {
 
 void PrerollGovernor::NoteLaunch(double launch_ms) {
   if (launch_ms > window_launch_ms_) window_launch_ms_ = launch_ms;
-}
-
-bool PrerollShrinkOn() {
-  static const bool on = [] {
-    const char* v = std::getenv("KFORGE_PREROLL_SHRINK");
-    return v && *v && std::string(v) != "0";
-  }();
-  return on;
 }
 
 }  // namespace kforge::eval

@@ -91,9 +91,6 @@ class PrerollGovernor {
   double window_launch_ms_ = 0;  // the longest launch noted since the window began
 };
 
-// KFORGE_PREROLL_SHRINK set and not "0" in the environment (read once).
-bool PrerollShrinkOn();
-
 }  // namespace kforge::eval
 
 #endif  // KFORGE_GPU_WORKER_EVAL_DEVICE_PREROLL_H_

@@ -20,6 +20,7 @@
 #include "gpu_worker/eval/compare.h"
 #include "gpu_worker/eval/cpp_dialect.h"
 #include "gpu_worker/eval/device_preroll.h"
+#include "gpu_worker/eval/env_switch.h"
 #include "gpu_worker/eval/model_io.h"
 #include "gpu_worker/eval/own_kernels.h"
 #include "gpu_worker/eval/process_tree.h"
@@ -1139,7 +1140,8 @@ class Evaluation {
                             : req_.timing_preroll_ms() > 0     ? req_.timing_preroll_ms()
                                                                : kDevicePrerollMs,
                             kMaxDevicePrerollMs, kLateHostToleranceMs);
-    if (PrerollShrinkOn()) preroll.EnableShrink();
+    static const bool shrink = EnvSwitchOn("KFORGE_PREROLL_SHRINK");  // device_preroll.h
+    if (shrink) preroll.EnableShrink();
     double late = 0;
     double reported = std::nan("");
     std::string unusable;  // the device clock's last unusable sample, and why
@@ -1232,7 +1234,7 @@ class Evaluation {
         DeviceClock::Reading r =
             judge_clock_->Sample([&] { ref_forward(s); }, preroll.preroll_ms());
         if (CallProfileOn()) ref_profile_.AddReferenceDevice(r.steps_us);
-        if (r.steps_us.size() > 3) preroll.NoteLaunch((r.steps_us[3] - r.steps_us[2]) / 1000);
+        preroll.NoteLaunch(r.launch_ms);
         late = std::max(late, r.late_host_ms);
         if (r.ok) ++ref_busy_calls;
         reported = std::nan("");

@@ -238,12 +238,9 @@ class Sampler {
     stamp();  // drain
     // What ran since the last sample (the caller's work between samples: inputs, checks) is
     // not this call's, nor is a record CUPTI dropped meanwhile.
-    if (trace_) {
-      const auto t = Clock::now();
-      trace_->Discard();
-      trace_s_ += std::chrono::duration<double>(Clock::now() - t).count();
-    }
+    if (trace_) trace_->Discard();
     stamp();  // discard
+    if (trace_) trace_s_ += (s.steps_us[1] - s.steps_us[0]) / 1e6;
     if (preroll) {
       try {
         Preroll(stream);  // ends with the flush
@@ -768,6 +765,7 @@ DeviceClock::Reading DeviceClock::Sample(const std::function<void()>& p, double 
   eval::Sample s = impl_->sampler.Run([&](int) { p(); }, 0, true);
   Reading r;
   r.late_host_ms = s.split.host_ms;
+  if (s.steps_us.size() > 3) r.launch_ms = (s.steps_us[3] - s.steps_us[2]) / 1000;
   r.steps_us = std::move(s.steps_us);
   if (s.dropped) {
     r.why_not = "CUPTI dropped activity records during the call";

@@ -256,6 +256,9 @@ class DeviceClock {
     // The sample's steps (kDeviceSampleSteps, call_profile.h): microseconds from its start to
     // the end of each, for KFORGE_CALL_PROFILE's line of the reference's device samples.
     std::vector<double> steps_us;
+    // The host's launch time, from the pre-roll resident to the call's last launch (the
+    // "preroll" step's end to the "launch" step's): PrerollGovernor::NoteLaunch.
+    double launch_ms = 0;
   };
   // Drains the device, launches a pre-roll of `preroll_ms`, runs `p` and reads its span.
   // Throws std::runtime_error on CUDA errors (a fault of `p` surfaces there).
