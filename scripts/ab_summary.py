@@ -19,6 +19,9 @@ import os
 import statistics
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from corpus_compat import quantile  # noqa: E402
+
 KEYS = ("gpu_turn_s", "total_s", "correctness_s", "correctness_first_reference_s",
         "correctness_first_candidate_s", "load_task_s", "build_s", "timing_s",
         "timing_device_s", "timing_trace_s")
@@ -79,7 +82,7 @@ def summary(runs, keys=KEYS):
     spreads = {a: speedup_spreads([loaded[r] for r in arms[a]], common) for a in arms}
     if all(spreads.values()):
         out.append("  speedup_device spread between an arm's runs, median / p90: " + ", ".join(
-            f"{a} {statistics.median(v):.2%} / {p90(v):.2%} over {len(v)}"
+            f"{a} {quantile(v, 0.5):.2%} / {quantile(v, 0.9):.2%} over {len(v)}"
             for a, v in spreads.items()))
     return out
 
@@ -95,12 +98,6 @@ def speedup_spreads(runs, names):
         if all(isinstance(x, (int, float)) and x > 0 for x in v):
             out.append((max(v) - min(v)) / statistics.mean(v))
     return out
-
-
-def p90(v):
-    """The 90th percentile, nearest rank."""
-    s = sorted(v)
-    return s[min(len(s) - 1, max(0, -(-9 * len(s) // 10) - 1))]
 
 
 def main(argv):
