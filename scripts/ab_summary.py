@@ -5,7 +5,8 @@ Only candidates judged `ok` in every run are compared. Per stage key (StageDurat
 arm's value for a candidate is the mean over that arm's runs, and the table gives the sums over
 the candidates, on and off, and what "on" saved (off - on; negative: it cost). Per run, the sum
 of each key too, so that a drift over the call shows. Where an arm ran twice or more, the
-device-clock speedup's spread between its runs per candidate ((max - min) / mean), median and
+device-clock speedup's spread between its runs per candidate (max / min - 1, as
+corpus_compat.py's repeatability figures), median and
 p90 per arm: whether the setting moves repeatability. And each arm's median device-clock
 pre-roll at the end (`timing_preroll_ms`, each candidate's mean over the arm's runs).
 
@@ -89,14 +90,14 @@ def summary(runs, keys=KEYS):
 
 def speedup_spreads(runs, names):
     """Per candidate with a device-clock speedup in every one of `runs` (two or more), its
-    (max - min) / mean over them."""
+    max / min - 1 over them (corpus_compat.py's spread)."""
     if len(runs) < 2:
         return []
     out = []
     for n in names:
         v = [r[n].get("kforge_speedup_device") for r in runs]
         if all(isinstance(x, (int, float)) and x > 0 for x in v):
-            out.append((max(v) - min(v)) / statistics.mean(v))
+            out.append(max(v) / min(v) - 1)
     return out
 
 

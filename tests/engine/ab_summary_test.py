@@ -53,9 +53,9 @@ def test_each_arms_device_speedup_spread_between_its_runs(tmp_path):
             write_run(tmp_path, "on2", [row("a", 1, speedup=1.02), row("b", 1, speedup=2.0)]),
             write_run(tmp_path, "off2", [row("a", 1, speedup=1.10), row("b", 1, speedup=2.2)])]
     last = mod.summary(runs, ("gpu_turn_s",))[-1]
-    # on: a 0.02 / 1.01 = 1.98%, b 0; off: a 0.10 / 1.05 = 9.52%, b 0.2 / 2.1 = 9.52%.
+    # max / min - 1: on a 1.02 / 1.00 = 2%, b 0; off a 1.10 / 1.00 = 10%, b 2.2 / 2.0 = 10%.
     assert last.startswith("  speedup_device spread between an arm's runs")
-    assert "on 0.99% / 1.98% over 2" in last and "off 9.52% / 9.52% over 2" in last
+    assert "on 1.00% / 2.00% over 2" in last and "off 10.00% / 10.00% over 2" in last
     # One run of an arm: no spread line.
     assert "spread" not in mod.summary(runs[:3], ("gpu_turn_s",))[-1]
 
