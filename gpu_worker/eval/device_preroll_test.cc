@@ -1,5 +1,8 @@
 #include "gpu_worker/eval/device_preroll.h"
 
+#include <cmath>
+#include <limits>
+
 #include "gtest/gtest.h"
 
 namespace kforge::eval {
@@ -209,6 +212,30 @@ TEST(PrerollGovernorTest, WithShrinkingACandidateCanHaveOnlySoManyOfItsSamplesLe
   EXPECT_GT(g.shrinks(), PrerollGovernor::kMaxCandidateDrops);
   // The reference's late samples are still left out: the judge's own, never capped.
   EXPECT_FALSE(g.Keep(0.3));
+}
+
+TEST(PrerollGovernorTest, ACandidatesForgedLaunchTimesCannotShrinkBelowTheReferencesNeed) {
+  // The candidate's launch times are its claim (Claim.launch_ms): NaN, negative or zero ones
+  // are ignored, so the window's longest launch is the reference's (0.6 ms here); an infinite
+  // one only keeps the pre-roll from shrinking, a cost to its own evaluation.
+  PrerollGovernor g(0.5, 5, 0.01);
+  g.EnableShrink();
+  g.AfterIteration(1.0, true);  // one late outlier: 0.5 -> 2.6 ms
+  auto window = [&](double forged) {
+    for (uint32_t it = 0; it < PrerollGovernor::kShrinkWindow; ++it) {
+      g.NoteLaunch(0.6);  // the reference's, from the judge's stamps
+      g.NoteLaunch(forged);
+      g.AfterIteration(0, true);
+    }
+  };
+  window(std::nan(""));
+  EXPECT_DOUBLE_EQ(g.preroll_ms(), 1.3);  // toward 1.5 x 0.6 + 0.1 = 1.0, at most halved
+  window(std::numeric_limits<double>::infinity());
+  EXPECT_DOUBLE_EQ(g.preroll_ms(), 1.3);
+  window(-5.0);
+  EXPECT_DOUBLE_EQ(g.preroll_ms(), 1.0);
+  window(0.0);
+  EXPECT_DOUBLE_EQ(g.preroll_ms(), 1.0);  // never below the reference's need
 }
 
 }  // namespace
