@@ -6,15 +6,13 @@ namespace kforge::eval {
 
 PrerollGovernor::PrerollGovernor(double start_ms, double max_ms, double tolerance_ms)
     : preroll_ms_(std::min(start_ms, max_ms)),
-      min_ms_(preroll_ms_),
+      floor_ms_(preroll_ms_),
       max_ms_(max_ms),
       tolerance_ms_(tolerance_ms) {}
 
-bool PrerollGovernor::Keep(double late_host_ms, bool candidate) {
-  const bool capped = shrink_ && candidate && candidate_dropped_ >= kMaxCandidateDrops;
-  if (late_host_ms > tolerance_ms_ && CanGrow() && !capped) {
+bool PrerollGovernor::Keep(double late_host_ms) {
+  if (late_host_ms > tolerance_ms_ && CanGrow()) {
     ++dropped_;
-    if (candidate) ++candidate_dropped_;
     return false;
   }
   late_kept_pending_ = std::max(late_kept_pending_, late_host_ms);
@@ -31,19 +29,24 @@ void PrerollGovernor::AfterIteration(double late_host_ms, bool sampled) {
   }
   // Twice the lateness and a margin: the host's launch time varies from call to call, and a
   // pre-roll grown by exactly the last lateness would be late again half of the time.
-  if (late_host_ms > tolerance_ms_) {
+  const bool late = late_host_ms > tolerance_ms_;
+  if (late) {
+    // The floor first, from the pre-roll the host was late under (device_preroll.h).
+    floor_ms_ = std::min(max_ms_, std::max(floor_ms_, preroll_ms_ + 2 * tolerance_ms_ + 0.1));
     preroll_ms_ = std::min(max_ms_, preroll_ms_ + 2 * late_host_ms + 0.1);
   }
   if (!shrink_) return;
-  if (late_host_ms > tolerance_ms_) {  // the window begins again
+  if (late) {  // the window begins again
     on_time_ = 0;
     window_launch_ms_ = 0;
     return;
   }
   if (!sampled || ++on_time_ < kShrinkWindow) return;
-  const double target = 1.5 * window_launch_ms_ + 0.1;
-  const double next = std::max({target, preroll_ms_ / 2, min_ms_});
-  if (window_launch_ms_ > 0 && next < preroll_ms_) {
+  const double reference_ms =
+      *std::max_element(reference_launches_.begin(), reference_launches_.end());
+  const double target = 1.5 * std::max(window_launch_ms_, reference_ms) + 0.1;
+  const double next = std::max({target, preroll_ms_ / 2, floor_ms_});
+  if (reference_noted_ > 0 && next < preroll_ms_) {
     preroll_ms_ = next;
     ++shrinks_;
   }
@@ -51,8 +54,13 @@ void PrerollGovernor::AfterIteration(double late_host_ms, bool sampled) {
   window_launch_ms_ = 0;
 }
 
-void PrerollGovernor::NoteLaunch(double launch_ms) {
-  if (launch_ms > window_launch_ms_) window_launch_ms_ = launch_ms;
+void PrerollGovernor::NoteLaunch(double launch_ms, bool reference) {
+  if (!(launch_ms > 0)) return;
+  if (reference) {
+    reference_launches_[reference_noted_++ % kShrinkWindow] = launch_ms;
+  } else if (launch_ms > window_launch_ms_) {
+    window_launch_ms_ = launch_ms;
+  }
 }
 
 }  // namespace kforge::eval

@@ -14,6 +14,7 @@
 #ifndef KFORGE_GPU_WORKER_EVAL_DEVICE_PREROLL_H_
 #define KFORGE_GPU_WORKER_EVAL_DEVICE_PREROLL_H_
 
+#include <array>
 #include <cstdint>
 
 namespace kforge::eval {
@@ -27,9 +28,8 @@ class PrerollGovernor {
   double preroll_ms() const { return preroll_ms_; }
 
   // Whether a program's sample, taken under the current pre-roll with the host still launching
-  // `late_host_ms` after it ended, is used. Counts the samples left out. `candidate`: the
-  // lateness is the candidate process's claim (with shrinking, its drops are capped).
-  bool Keep(double late_host_ms, bool candidate = false);
+  // `late_host_ms` after it ended, is used. Counts the samples left out.
+  bool Keep(double late_host_ms);
 
   // After each iteration, with the latest host of its samples: grows the pre-roll when the host
   // was late. `sampled`: a sampled iteration (not a warm-up).
@@ -41,19 +41,26 @@ class PrerollGovernor {
   // profiles (call 4) found a microsecond program's reference launching in 0.12-0.25 ms under a
   // 1.2-1.4 ms pre-roll, or a 5 ms one, which is most of every sample's time. With it, after
   // kShrinkWindow sampled iterations in a row with no late sample, the pre-roll becomes
-  // 1.5 x the longest launch noted in them (NoteLaunch) + 0.1 ms, if that is shorter, but never
-  // less than half of it nor less than the start. A shrink can make samples late again, and a
-  // late sample of the candidate's is its own claim: so that a candidate cannot have its slow
-  // samples left out again and again (the bound growth alone gives: every drop grows the
-  // pre-roll), at most kMaxCandidateDrops of its samples are left out in a phase; later late
-  // ones are kept and reported. The reference's launches are in every window, so the pre-roll
-  // never shrinks below what the reference needs on the candidate's word.
+  // 1.5 x the longest launch noted (NoteLaunch) + 0.1 ms, if that is shorter, but never less
+  // than half of it nor less than its floor. The launches that count are the candidate's in the
+  // window and the reference's last kShrinkWindow (with a shared reference, the judge times it
+  // in only one iteration of four), and there is no shrink before a reference launch is noted:
+  // the candidate's word alone cannot shrink the pre-roll below what the reference needs.
+  // The floor starts at the start and, after each late iteration, rises above the pre-roll the
+  // host was late under (by twice the tolerance and 0.1 ms, the least a late iteration grows
+  // it): a length that let a sample be late is never used again. So every iteration with a
+  // sample left out raises the floor as growth alone raised the pre-roll, and no more of them
+  // can be left out than without shrinking, 1 + (max - start) / (2 x tolerance + 0.1): a
+  // candidate that claims lateness for its slow samples cannot have them left out again after
+  // each shrink, and a program whose launch time has a tail rarer than the window is late a
+  // few times, not at every shrink (session 34's review).
   static constexpr uint32_t kShrinkWindow = 16;
-  static constexpr uint32_t kMaxCandidateDrops = 37;
   void EnableShrink() { shrink_ = true; }
   // A sample's host launch time, from the pre-roll resident to the program's last launch
-  // (the reference's from the judge's stamps, the candidate's from its claim).
-  void NoteLaunch(double launch_ms);
+  // (the reference's from the judge's stamps, the candidate's from its claim). Anything but a
+  // positive time (NaN, a negative or zero claim) is ignored.
+  void NoteLaunch(double launch_ms, bool reference);
+  double floor_ms() const { return floor_ms_; }
   uint32_t shrinks() const { return shrinks_; }
 
   // Samples left out as late; the latest host among the sampled iterations' kept samples.
@@ -76,7 +83,7 @@ class PrerollGovernor {
   bool CanGrow() const { return preroll_ms_ < max_ms_; }
 
   double preroll_ms_;
-  const double min_ms_;  // the start: shrinking stops there
+  double floor_ms_;  // the start, raised by late iterations: shrinking stops there
   const double max_ms_;
   const double tolerance_ms_;
   uint32_t dropped_ = 0;
@@ -87,8 +94,10 @@ class PrerollGovernor {
   uint32_t at_max_ = 0, late_at_max_ = 0;
   bool host_bound_ = false;
   bool shrink_ = false;
-  uint32_t candidate_dropped_ = 0, on_time_ = 0, shrinks_ = 0;
-  double window_launch_ms_ = 0;  // the longest launch noted since the window began
+  uint32_t on_time_ = 0, shrinks_ = 0;
+  double window_launch_ms_ = 0;  // the candidate's longest launch since the window began
+  std::array<double, kShrinkWindow> reference_launches_{};  // its last ones, in turn
+  uint32_t reference_noted_ = 0;
 };
 
 }  // namespace kforge::eval

@@ -1234,7 +1234,7 @@ class Evaluation {
         DeviceClock::Reading r =
             judge_clock_->Sample([&] { ref_forward(s); }, preroll.preroll_ms());
         if (CallProfileOn()) ref_profile_.AddReferenceDevice(r.steps_us);
-        preroll.NoteLaunch(r.launch_ms);
+        preroll.NoteLaunch(r.launch_ms, /*reference=*/true);
         late = std::max(late, r.late_host_ms);
         if (r.ok) ++ref_busy_calls;
         reported = std::nan("");
@@ -1258,7 +1258,7 @@ class Evaluation {
         ++cand_calls;
         cand_last_set = s;
         const v1::judge::Claim& c = called.claim();
-        preroll.NoteLaunch(c.launch_ms());
+        preroll.NoteLaunch(c.launch_ms(), /*reference=*/false);
         late = std::max(late, c.late_host_ms());
         reported = std::nan("");
         if (c.found()) {
@@ -1278,7 +1278,7 @@ class Evaluation {
           unusable = "a span of " + FormatMs(c.span_ms()) + " ms where the judge saw the call take " +
                      FormatMs(observed) + " ms";
           ++unusable_count;
-        } else if (preroll.Keep(c.late_host_ms(), /*candidate=*/true)) {
+        } else if (preroll.Keep(c.late_host_ms())) {
           // A claim: its busy time kept only when positive and finite, and never above the span.
           reported = device_time(c.span_ms(), c.busy_ms(), c.work_ms(), c.queued(),
                                  &phase->cand_span, &phase->cand_busy, &phase->cand_unqueued);
@@ -1478,10 +1478,13 @@ class Evaluation {
                   "pre-roll: launched late, work beside the pre-roll, or an unlaunched activity)");
         }
         if (preroll.dropped() > 0) {
-          AddNote(&note, std::to_string(preroll.dropped()) +
-                             " late samples left out (the host still launched after the pre-roll "
-                             "ended; the pre-roll grew to " +
-                             FormatMs(preroll.preroll_ms()) + " ms)");
+          // With shrinking, the length at the end is the shrink note's.
+          AddNote(&note,
+                  std::to_string(preroll.dropped()) +
+                      " late samples left out (the host still launched after the pre-roll "
+                      "ended; the pre-roll grew after each" +
+                      (preroll.shrinks() > 0 ? ")"
+                                             : ", to " + FormatMs(preroll.preroll_ms()) + " ms)"));
         }
         if (preroll.shrinks() > 0) {
           AddNote(&note, "the pre-roll shrank " + std::to_string(preroll.shrinks()) +
