@@ -27,12 +27,15 @@ void PrerollGovernor::AfterIteration(double late_host_ms, bool sampled) {
     if (late_host_ms > kHostBoundLateMs) ++late_at_max_;
     if (at_max_ == kHostBoundIterations) host_bound_ = 2 * late_at_max_ >= at_max_;
   }
-  // Twice the lateness and a margin: the host's launch time varies from call to call, and a
-  // pre-roll grown by exactly the last lateness would be late again half of the time.
   const bool late = late_host_ms > tolerance_ms_;
   if (late) {
-    // The floor first, from the pre-roll the host was late under (device_preroll.h).
-    floor_ms_ = std::min(max_ms_, std::max(floor_ms_, preroll_ms_ + 2 * tolerance_ms_ + 0.1));
+    // The floor first, from the pre-roll the host was late under, where a sample of the
+    // iteration could be left out for it (device_preroll.h).
+    if (sampled && CanGrow()) {
+      floor_ms_ = std::min(max_ms_, std::max(floor_ms_, preroll_ms_ + 2 * tolerance_ms_ + 0.1));
+    }
+    // Twice the lateness and a margin: the host's launch time varies from call to call, and a
+    // pre-roll grown by exactly the last lateness would be late again half of the time.
     preroll_ms_ = std::min(max_ms_, preroll_ms_ + 2 * late_host_ms + 0.1);
   }
   if (!shrink_) return;

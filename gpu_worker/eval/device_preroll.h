@@ -38,7 +38,7 @@ class PrerollGovernor {
   // Shrinking (session 33; opt-in, KFORGE_PREROLL_SHRINK=1 in the evaluation's environment,
   // until a GPU A/B measures it). Without it the pre-roll only grows, by twice a late sample's
   // lateness and 0.1 ms: one late outlier sets it for the rest of the phase, and session 33's
-  // profiles (call 4) found a microsecond program's reference launching in 0.12-0.25 ms under a
+  // profiles (call 4) found a microsecond program's reference launching in 0.12-0.28 ms under a
   // 1.2-1.4 ms pre-roll, or a 5 ms one, which is most of every sample's time. With it, after
   // kShrinkWindow sampled iterations in a row with no late sample, the pre-roll becomes
   // 1.5 x the longest launch noted (NoteLaunch) + 0.1 ms, if that is shorter, but never less
@@ -46,14 +46,17 @@ class PrerollGovernor {
   // window and the reference's last kShrinkWindow (with a shared reference, the judge times it
   // in only one iteration of four), and there is no shrink before a reference launch is noted:
   // the candidate's word alone cannot shrink the pre-roll below what the reference needs.
-  // The floor starts at the start and, after each late iteration, rises above the pre-roll the
-  // host was late under (by twice the tolerance and 0.1 ms, the least a late iteration grows
-  // it): a length that let a sample be late is never used again. So every iteration with a
-  // sample left out raises the floor as growth alone raised the pre-roll, and no more of them
-  // can be left out than without shrinking, 1 + (max - start) / (2 x tolerance + 0.1): a
+  // The floor starts at the start and, after each sampled iteration that was late while the
+  // pre-roll could still grow, rises above the pre-roll the host was late under (by twice the
+  // tolerance and 0.1 ms, the least a late iteration grows it): a length that let a sample be
+  // left out is not used again. So every sampled iteration with samples left out (one of each
+  // program at most) raises the floor as growth alone raised the pre-roll, and there are no
+  // more of them than without shrinking, 1 + (max - start) / (2 x tolerance + 0.1): a
   // candidate that claims lateness for its slow samples cannot have them left out again after
   // each shrink, and a program whose launch time has a tail rarer than the window is late a
-  // few times, not at every shrink (session 34's review).
+  // few times, not after every shrink (session 34's review). A warm-up's lateness (its samples
+  // are never kept) and lateness under the maximum (its samples are kept) leave the floor
+  // where it is: the first calls' costs and a single late sample at 5 ms do not pin it high.
   static constexpr uint32_t kShrinkWindow = 16;
   void EnableShrink() { shrink_ = true; }
   // A sample's host launch time, from the pre-roll resident to the program's last launch
