@@ -21,7 +21,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from corpus_compat import quantile  # noqa: E402
+from corpus_compat import relative_spread, spread_stats  # noqa: E402
 
 KEYS = ("gpu_turn_s", "total_s", "correctness_s", "correctness_first_reference_s",
         "correctness_first_candidate_s", "load_task_s", "build_s", "timing_s",
@@ -80,11 +80,12 @@ def summary(runs, keys=KEYS):
     if common and any(any(v) for v in prerolls.values()):
         out.append("  timing_preroll_ms, median: " + ", ".join(
             f"{a} {statistics.median(v):.3f} ms" for a, v in prerolls.items()))
-    spreads = {a: speedup_spreads([loaded[r] for r in arms[a]], common) for a in arms}
+    spreads = {a: spread_stats(speedup_spreads([loaded[r] for r in arms[a]], common))
+               for a in arms}
     if all(spreads.values()):
         out.append("  speedup_device spread between an arm's runs, median / p90: " + ", ".join(
-            f"{a} {quantile(v, 0.5):.2%} / {quantile(v, 0.9):.2%} over {len(v)}"
-            for a, v in spreads.items()))
+            f"{a} {st['median']:.2%} / {st['p90']:.2%} over {st['count']}"
+            for a, st in spreads.items()))
     return out
 
 
@@ -97,7 +98,7 @@ def speedup_spreads(runs, names):
     for n in names:
         v = [r[n].get("kforge_speedup_device") for r in runs]
         if all(isinstance(x, (int, float)) and x > 0 for x in v):
-            out.append(max(v) / min(v) - 1)
+            out.append(relative_spread(v))
     return out
 
 

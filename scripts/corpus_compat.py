@@ -1013,6 +1013,11 @@ def quantile(xs, q):
     return xs[min(len(xs), max(1, math.ceil(q * len(xs)))) - 1]
 
 
+def relative_spread(xs):
+    """The spread of one candidate's speedups over its evaluations: max / min - 1."""
+    return max(xs) / min(xs) - 1
+
+
 def spread_stats(values):
     """median, p90, max and count of a list of relative spreads; None when empty."""
     if not values:
@@ -1154,9 +1159,9 @@ def repeat_figures(candidates):
         for c in spreads:
             xs = [ev.get(c) for ev in evs]
             if all(x and x > 0 for x in xs):
-                spreads[c].append(max(xs) / min(xs) - 1)
+                spreads[c].append(relative_spread(xs))
                 if c in clocks and len(xs) >= 3:
-                    repeats_only[c].append(max(xs[1:]) / min(xs[1:]) - 1)
+                    repeats_only[c].append(relative_spread(xs[1:]))
                     first_over_repeats[c].append(xs[0] * (len(xs) - 1) / sum(xs[1:]) - 1)
         for clock in outside:
             ci = ci_of(evs[0], clock)
